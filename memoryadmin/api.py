@@ -1,0 +1,76 @@
+"""Shared pieces of the REST API: which team a request acts on, and scope checks."""
+
+from __future__ import annotations
+
+from rest_framework import exceptions, permissions
+from rest_framework.request import Request
+
+from memoryadmin.models import ApiToken, Scope, Team
+from memoryadmin.permissions import Action, teams_for, user_can
+
+# What a signed-in browser user needs, per token scope, when calling the API with a session.
+SCOPE_ACTIONS: dict[str, Action] = {
+    Scope.BUNDLES_EXPORT: Action.VIEW,
+    Scope.BUNDLES_IMPORT: Action.MANAGE,
+    Scope.CONTEXT_READ: Action.VIEW,
+    Scope.SOURCES_READ: Action.VIEW,
+    Scope.REVIEWS_READ: Action.VIEW,
+    Scope.REVIEWS_WRITE: Action.REVIEW,
+}
+
+
+def request_token(request: Request) -> ApiToken | None:
+    return request.auth if isinstance(request.auth, ApiToken) else None
+
+
+def request_team(request: Request) -> Team:
+    """The token's team; for a session user, `?team=<slug>` (or their only team)."""
+    cached = getattr(request, "_memoryadmin_team", None)
+    if cached is not None:
+        return cached
+    token = request_token(request)
+    if token is not None:
+        team = token.team
+    else:
+        slug = request.query_params.get("team") or request.headers.get("X-Team")
+        teams = teams_for(request.user)
+        if slug:
+            team = teams.filter(slug=slug).first()
+            if team is None:
+                raise exceptions.NotFound("No such team, or you are not a member of it.")
+        else:
+            found = list(teams[:2])
+            if len(found) != 1:
+                raise exceptions.ValidationError(
+                    {"team": "Name the team with ?team=<slug>."}, code="team-required"
+                )
+            team = found[0]
+    request._memoryadmin_team = team  # type: ignore[attr-defined]
+    return team
+
+
+class HasScope(permissions.BasePermission):
+    """Views declare `required_scopes = {"GET": "sources:read", "POST": ...}`."""
+
+    message = "This token lacks the scope this endpoint needs."
+
+    def has_permission(self, request, view) -> bool:  # type: ignore[no-untyped-def]
+        if not (request.user and request.user.is_authenticated):
+            return False
+        scope = getattr(view, "required_scopes", {}).get(request.method)
+        if scope is None:
+            scope = getattr(view, "required_scopes", {}).get("*")
+        if scope is None:
+            return False
+        token = request_token(request)
+        if token is not None:
+            if not token.has_scope(scope):
+                raise exceptions.PermissionDenied(
+                    f"This token lacks the '{scope}' scope.", code="insufficient-scope"
+                )
+            return True
+        if not user_can(request.user, request_team(request), SCOPE_ACTIONS[scope]):
+            raise exceptions.PermissionDenied(
+                "Your role on this team does not allow this.", code="insufficient-role"
+            )
+        return True

@@ -1,0 +1,83 @@
+"""Who did what: the actor of a service call and the one helper that records audit events."""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from django.db import models
+
+from memoryadmin.models import ApiToken, AuditEvent, Team
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+    from django.http import HttpRequest
+
+# Set by RequestIdMiddleware so services deep in a call can stamp the request on events.
+current_request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="")
+current_ip: contextvars.ContextVar[str | None] = contextvars.ContextVar("ip", default=None)
+
+
+@dataclass(frozen=True)
+class Actor:
+    """The user, token or system process on whose behalf a service acts."""
+
+    user: AbstractBaseUser | None = None
+    token: ApiToken | None = None
+
+    @classmethod
+    def system(cls) -> Actor:
+        return cls()
+
+    @classmethod
+    def from_request(cls, request: HttpRequest) -> Actor:
+        auth = getattr(request, "auth", None)
+        if isinstance(auth, ApiToken):
+            return cls(token=auth)
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated:
+            return cls(user=user)
+        return cls()
+
+    @property
+    def label(self) -> str:
+        if self.token is not None:
+            return f"token:{self.token.name} ({self.token.prefix})"
+        if self.user is not None:
+            return f"user:{self.user.get_username()}"
+        return "system"
+
+    @property
+    def is_system(self) -> bool:
+        return self.user is None and self.token is None
+
+
+def audit_record(
+    *,
+    actor: Actor,
+    action: str,
+    summary: str,
+    team: Team | None = None,
+    target: models.Model | None = None,
+    target_type: str = "",
+    target_id: str | int = "",
+    data: dict[str, Any] | None = None,
+) -> AuditEvent:
+    """Append one event. Call it inside the service's transaction so both land or neither."""
+    if target is not None:
+        target_type = target_type or target._meta.label_lower
+        target_id = target_id or str(target.pk)
+    return AuditEvent.objects.create(
+        team=team,
+        actor_user=actor.user,
+        actor_token=actor.token,
+        actor_label=actor.label,
+        action=action,
+        target_type=target_type,
+        target_id=str(target_id),
+        summary=summary[:500],
+        data=data or {},
+        ip_address=current_ip.get(),
+        request_id=current_request_id.get(),
+    )

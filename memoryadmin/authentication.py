@@ -1,0 +1,69 @@
+"""`Authorization: Bearer <token>` for the REST API."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from memoryadmin.models import ApiToken, token_hash
+
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+class TokenPrincipal:
+    """The request.user of a token-authenticated request: authenticated, never a superuser."""
+
+    is_authenticated = True
+    is_anonymous = False
+    is_superuser = False
+    is_staff = False
+    is_active = True
+    pk = None
+    id = None
+
+    def __init__(self, token: ApiToken) -> None:
+        self.token = token
+
+    def get_username(self) -> str:
+        return f"token:{self.token.name}"
+
+    def __str__(self) -> str:
+        return self.get_username()
+
+
+class BearerTokenAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request):  # type: ignore[no-untyped-def]
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        if not header:
+            return None
+        parts = header.split()
+        if parts[0].lower() != self.keyword.lower():
+            return None
+        if len(parts) != 2:
+            raise exceptions.AuthenticationFailed(
+                "Authorization header must be 'Bearer <token>'.", code="token-malformed"
+            )
+        token = (
+            ApiToken.objects.select_related("team").filter(secret_hash=token_hash(parts[1])).first()
+        )
+        if token is None:
+            raise exceptions.AuthenticationFailed("Unknown API token.", code="token-unknown")
+        if token.revoked_at is not None:
+            raise exceptions.AuthenticationFailed(
+                "This API token was revoked.", code="token-revoked"
+            )
+        if token.is_expired:
+            raise exceptions.AuthenticationFailed("This API token expired.", code="token-expired")
+        now = timezone.now()
+        if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
+            # A bounded write: at most one per token per minute, not one per request.
+            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+            token.last_used_at = now
+        return TokenPrincipal(token), token
+
+    def authenticate_header(self, request) -> str:  # type: ignore[no-untyped-def]
+        return self.keyword

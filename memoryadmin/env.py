@@ -1,0 +1,63 @@
+"""Typed readers for environment variables.
+
+Booleans accept only ``true``/``false`` (any case) so a typo fails at start instead of
+silently meaning "off". A ``NAME_FILE`` variable, when set, supplies the value of
+``NAME`` from a file (Docker and Kubernetes secrets).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class ConfigError(RuntimeError):
+    """A configuration variable is missing or malformed."""
+
+
+def _raw(name: str) -> str | None:
+    file_name = os.environ.get(f"{name}_FILE")
+    if file_name:
+        return Path(file_name).read_text(encoding="utf-8").strip()
+    return os.environ.get(name)
+
+
+def env_str(name: str, default: str | None = None) -> str | None:
+    value = _raw(name)
+    return default if value is None or value == "" else value
+
+
+def env_required(name: str) -> str:
+    value = env_str(name)
+    if value is None:
+        raise ConfigError(f"{name} must be set")
+    return value
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = env_str(name)
+    if value is None:
+        return default
+    lowered = value.lower()
+    if lowered == "true":
+        return True
+    if lowered == "false":
+        return False
+    raise ConfigError(f"{name} must be 'true' or 'false', not {value!r}")
+
+
+def env_int(name: str, default: int) -> int:
+    value = env_str(name)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise ConfigError(f"{name} must be an integer, not {value!r}") from exc
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    value = env_str(name)
+    if value is None:
+        return list(default)
+    return [item.strip() for item in value.split(",") if item.strip()]

@@ -1,0 +1,147 @@
+"""Core models: teams and roles, API tokens, the append-only audit log."""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Role(models.TextChoices):
+    ADMIN = "admin", "Admin"
+    REVIEWER = "reviewer", "Reviewer"
+    VIEWER = "viewer", "Viewer"
+
+
+class Team(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.name or self.slug
+
+
+class Membership(models.Model):
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "team"], name="membership_one_role_per_team")
+        ]
+        ordering = ["team__slug", "user__username"]
+
+    def __str__(self) -> str:
+        return f"{self.user} is {self.role} of {self.team}"
+
+
+class Scope(models.TextChoices):
+    BUNDLES_EXPORT = "bundles:export", "Export bundles"
+    BUNDLES_IMPORT = "bundles:import", "Import bundles"
+    CONTEXT_READ = "context:read", "Read agent context"
+    SOURCES_READ = "sources:read", "Read sources"
+    REVIEWS_READ = "reviews:read", "Read reviews"
+    REVIEWS_WRITE = "reviews:write", "Approve and reject proposals"
+
+
+def token_hash(secret: str) -> str:
+    """Tokens carry 256 bits of randomness, so a plain SHA-256 is a safe, fast lookup hash."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+class ApiToken(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, unique=True, editable=False)
+    secret_hash = models.CharField(max_length=64, unique=True, editable=False)
+    scopes = models.JSONField(default=list)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None and not self.is_expired
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.scopes
+
+
+class AuditQuerySet(models.QuerySet):
+    def update(self, **kwargs):  # type: ignore[override]
+        raise AuditImmutableError("audit events cannot be updated")
+
+    def delete(self):  # type: ignore[override]
+        raise AuditImmutableError("audit events cannot be deleted")
+
+
+class AuditImmutableError(RuntimeError):
+    """Raised on any attempt to change or remove an audit event."""
+
+
+class AuditEvent(models.Model):
+    """One thing that happened. Append-only: the ORM refuses changes and the database does too."""
+
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    team = models.ForeignKey(
+        Team, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events"
+    )
+    actor_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    actor_token = models.ForeignKey(
+        ApiToken, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    # A snapshot of who acted, kept readable even if the user or token is renamed.
+    actor_label = models.CharField(max_length=200)
+    action = models.CharField(max_length=64, db_index=True)
+    target_type = models.CharField(max_length=64, blank=True)
+    target_id = models.CharField(max_length=64, blank=True)
+    summary = models.CharField(max_length=500)
+    data = models.JSONField(default=dict, blank=True)
+    ip_address = models.GenericIPAddressField(null=True, blank=True)
+    request_id = models.CharField(max_length=64, blank=True)
+
+    objects = AuditQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["team", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_label} {self.action}"
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None and not kwargs.get("force_insert"):
+            raise AuditImmutableError("audit events cannot be updated")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise AuditImmutableError("audit events cannot be deleted")

@@ -1,0 +1,248 @@
+"""memoryadmin settings: every value comes from the environment (see README, Configuration)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+
+from memoryadmin.env import ConfigError, env_bool, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEBUG = env_bool("MEMORYADMIN_DEBUG", False)
+# A development key is only acceptable with DEBUG on; production must set one.
+_secret = env_str("MEMORYADMIN_SECRET_KEY")
+if _secret is None:
+    if not DEBUG:
+        raise ConfigError("MEMORYADMIN_SECRET_KEY must be set when MEMORYADMIN_DEBUG is not true")
+    _secret = "dev-only-insecure-key-" + "x" * 40
+SECRET_KEY = _secret
+
+ALLOWED_HOSTS = env_list("MEMORYADMIN_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("MEMORYADMIN_CSRF_TRUSTED_ORIGINS", [])
+
+DATA_DIR = Path(env_str("MEMORYADMIN_DATA_DIR", str(BASE_DIR / "var")))
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "django_htmx",
+    "memoryadmin",
+    "sources",
+    "reviews",
+    "bundles",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "memoryadmin.middleware.RequestIdMiddleware",
+]
+
+ROOT_URLCONF = "memoryadmin.urls"
+WSGI_APPLICATION = "memoryadmin.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "memoryadmin.context_processors.team_navigation",
+            ],
+        },
+    },
+]
+
+# Database: SQLite under DATA_DIR unless DATABASE_URL names another.
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL", f"sqlite:///{DATA_DIR / 'memoryadmin.sqlite3'}"),
+        conn_max_age=env_int("MEMORYADMIN_DB_CONN_MAX_AGE", 0),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL + a busy timeout let the web process, the worker and beat share one file.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+_test_db_name = env_str("MEMORYADMIN_TEST_DB_NAME")
+if _test_db_name:
+    DATABASES["default"]["TEST"] = {"NAME": _test_db_name}
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # A file, not :memory:, so a real worker process can open the test database.
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-memoryadmin.sqlite3")}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if not DEBUG
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+WHITENOISE_USE_FINDERS = DEBUG
+WHITENOISE_AUTOREFRESH = DEBUG
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+# Security: production values unless DEBUG.
+SECURE_SSL_REDIRECT = env_bool("MEMORYADMIN_SECURE_SSL_REDIRECT", not DEBUG)
+SESSION_COOKIE_SECURE = env_bool("MEMORYADMIN_SECURE_COOKIES", not DEBUG)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_HTTPONLY = False  # htmx reads it from the cookie-less form token; kept default
+SECURE_HSTS_SECONDS = env_int("MEMORYADMIN_HSTS_SECONDS", 0 if DEBUG else 31536000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
+SECURE_HSTS_PRELOAD = env_bool("MEMORYADMIN_HSTS_PRELOAD", False)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+if env_bool("MEMORYADMIN_BEHIND_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+
+# Encryption key for stored credentials (Fernet); derived from SECRET_KEY unless given.
+CREDENTIALS_KEY = env_str("MEMORYADMIN_CREDENTIALS_KEY")
+
+# Redis, Celery, cache and locks.
+REDIS_URL = env_str("REDIS_URL")
+if REDIS_URL:
+    CELERY_BROKER_URL = REDIS_URL
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "memoryadmin",
+        }
+    }
+else:
+    # kombu's filesystem transport: a real broker that needs no server (make run).
+    _broker_dir = DATA_DIR / "broker"
+    for _folder in ("queue", "processed", "control"):
+        (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir / "queue"),
+        "data_folder_out": str(_broker_dir / "queue"),
+        "processed_folder": str(_broker_dir / "processed"),
+        "control_folder": str(_broker_dir / "control"),
+        "store_processed": False,
+    }
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(DATA_DIR / "cache"),
+        }
+    }
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_TASK_DEFAULT_QUEUE = env_str("MEMORYADMIN_CELERY_QUEUE", "memoryadmin")
+CELERY_TASK_ALWAYS_EAGER = env_bool("MEMORYADMIN_CELERY_EAGER", False)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULE = {
+    "sources-refresh-due": {
+        "task": "sources.tasks.refresh_due_sources",
+        "schedule": float(env_int("MEMORYADMIN_SOURCE_REFRESH_BEAT_SECONDS", 60)),
+    },
+    "reviews-sync-due": {
+        "task": "reviews.tasks.sync_due_repositories",
+        "schedule": float(env_int("MEMORYADMIN_REPOSITORY_SYNC_BEAT_SECONDS", 300)),
+    },
+}
+LOCK_DIR = DATA_DIR / "locks"
+
+# Domain limits and behaviour.
+SOURCE_ALLOW_HTTP_LOOPBACK = env_bool("MEMORYADMIN_SOURCE_ALLOW_HTTP_LOOPBACK", False)
+SOURCE_ALLOW_PRIVATE_ADDRESSES = env_bool("MEMORYADMIN_SOURCE_ALLOW_PRIVATE_ADDRESSES", DEBUG)
+SOURCE_HTTP_TIMEOUT = env_int("MEMORYADMIN_SOURCE_HTTP_TIMEOUT", 10)
+SOURCE_MAX_RESPONSE_BYTES = env_int("MEMORYADMIN_SOURCE_MAX_RESPONSE_BYTES", 1_048_576)
+SOURCE_MAX_MANIFEST_BYTES = env_int("MEMORYADMIN_SOURCE_MAX_MANIFEST_BYTES", 4_194_304)
+SOURCE_MAX_ENTRIES = env_int("MEMORYADMIN_SOURCE_MAX_ENTRIES", 20_000)
+BUNDLE_MAX_BYTES = env_int("MEMORYADMIN_BUNDLE_MAX_BYTES", 512 * 1024 * 1024)
+BUNDLE_SYNC_IMPORT_MAX_BYTES = env_int("MEMORYADMIN_BUNDLE_SYNC_IMPORT_MAX_BYTES", 32 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MEMORYADMIN_UPLOAD_MAX_MEMORY_BYTES", 8 * 1024 * 1024)
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+FILE_UPLOAD_TEMP_DIR = None
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "memoryadmin.authentication.BearerTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "memoryadmin.api_errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 100,
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "memoryadmin API",
+    "DESCRIPTION": "Sources, reviews and MemoryAI bundles for a team's agent memory.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("MEMORYADMIN_LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

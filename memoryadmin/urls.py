@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
+
+from memoryadmin import views
+
+team_patterns = [
+    path("", views.team_home, name="team-home"),
+    path("tokens/", views.token_list, name="token-list"),
+    path("tokens/<int:token_id>/revoke/", views.token_revoke, name="token-revoke"),
+    path("audit/", views.audit_list, name="team-audit"),
+    path("sources/", include("sources.urls")),
+    path("reviews/", include("reviews.urls")),
+    path("brain/", include("bundles.urls")),
+]
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("healthz", views.healthz, name="healthz"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+    path("t/<slug:team_slug>/", include(team_patterns)),
+    path("api/", include("sources.api_urls")),
+    path("api/", include("reviews.api_urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-docs"),
+    path("", include("bundles.api_urls")),
+]

@@ -1,0 +1,95 @@
+"""Core pages: home, team dashboard, API tokens, health."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+
+from memoryadmin import services
+from memoryadmin.audit import Actor
+from memoryadmin.forms import TokenCreateForm
+from memoryadmin.health import health
+from memoryadmin.models import ApiToken, AuditEvent
+from memoryadmin.permissions import Action, teams_for
+from memoryadmin.web import team_view
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    teams = list(teams_for(request.user))
+    if len(teams) == 1:
+        return redirect("team-home", team_slug=teams[0].slug)
+    return render(request, "memoryadmin/home.html", {"teams": teams})
+
+
+@team_view(Action.VIEW)
+def team_home(request: HttpRequest) -> HttpResponse:
+    from memoryadmin.dashboard import team_dashboard
+
+    return render(request, "memoryadmin/team_home.html", team_dashboard(request.team))
+
+
+@team_view(Action.MANAGE)
+def token_list(request: HttpRequest) -> HttpResponse:
+    form = TokenCreateForm(request.POST or None)
+    new_secret = None
+    if request.method == "POST" and form.is_valid():
+        try:
+            token, new_secret = services.token_create(
+                actor=Actor.from_request(request),
+                team=request.team,
+                name=form.cleaned_data["name"],
+                scopes=form.cleaned_data["scopes"],
+                expires_days=form.cleaned_data["expires_days"],
+            )
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                form.add_error(field if field in form.fields else None, errors)
+        else:
+            messages.success(
+                request, f"Token “{token.name}” created. Copy it now: it is shown once."
+            )
+            form = TokenCreateForm()
+    tokens = ApiToken.objects.filter(team=request.team).select_related("created_by", "revoked_by")
+    response = render(
+        request,
+        "memoryadmin/tokens.html",
+        {"form": form, "tokens": tokens, "new_secret": new_secret},
+    )
+    response["Cache-Control"] = "no-store"  # the page may carry a secret
+    return response
+
+
+@require_POST
+@team_view(Action.MANAGE)
+def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+    token = get_object_or_404(ApiToken, pk=token_id, team=request.team)
+    services.token_revoke(actor=Actor.from_request(request), token=token)
+    messages.success(request, f"Token “{token.name}” revoked.")
+    return redirect("token-list", team_slug=request.team.slug)
+
+
+@team_view(Action.MANAGE)
+def audit_list(request: HttpRequest) -> HttpResponse:
+    from django.core.paginator import Paginator
+
+    events = AuditEvent.objects.filter(team=request.team).only(
+        "created_at", "actor_label", "action", "target_type", "target_id", "summary"
+    )
+    action = request.GET.get("action")
+    if action:
+        events = events.filter(action=action)
+    page = Paginator(events, 50).get_page(request.GET.get("page"))
+    return render(request, "memoryadmin/audit.html", {"page": page, "action": action or ""})
+
+
+@never_cache
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    ok, body = health()
+    return JsonResponse(body, status=200 if ok else 503)

@@ -1,0 +1,24 @@
+"""Test settings: the real settings with test-friendly environment defaults."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("MEMORYADMIN_SECRET_KEY", "test-secret-key-" + "t" * 40)
+os.environ.setdefault("MEMORYADMIN_SECURE_SSL_REDIRECT", "false")
+os.environ.setdefault("MEMORYADMIN_SECURE_COOKIES", "false")
+os.environ.setdefault("MEMORYADMIN_CELERY_EAGER", "true")
+os.environ.setdefault("MEMORYADMIN_SOURCE_ALLOW_PRIVATE_ADDRESSES", "true")
+# One queue per test session, so parallel runs on one broker never take each other's tasks.
+os.environ.setdefault("MEMORYADMIN_CELERY_QUEUE", f"memoryadmin-test-{os.getpid()}")
+
+from memoryadmin.settings import *  # noqa: F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast; tests only
+STORAGES["staticfiles"]["BACKEND"] = "django.contrib.staticfiles.storage.StaticFilesStorage"  # noqa: F405
+
+# A worker process started by the test suite opens the test database by this name.
+if os.environ.get("MEMORYADMIN_WORKER_DB_NAME"):
+    DATABASES["default"]["NAME"] = os.environ["MEMORYADMIN_WORKER_DB_NAME"]  # noqa: F405
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True
