@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "sources",
     "reviews",
     "bundles",
+    "webhooks",
 ]
 
 MIDDLEWARE = [

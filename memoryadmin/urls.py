@@ -15,6 +15,7 @@ team_patterns = [
     path("sources/", include("sources.urls")),
     path("reviews/", include("reviews.urls")),
     path("brain/", include("bundles.urls")),
+    path("webhooks/", include("webhooks.urls")),
 ]
 
 urlpatterns = [
