@@ -5,7 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
 
-from memoryadmin import views
+from memoryadmin import api_views, views
 
 team_patterns = [
     path("", views.team_home, name="team-home"),
@@ -25,6 +25,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("t/<slug:team_slug>/", include(team_patterns)),
+    path("api/me/", api_views.MeView.as_view(), name="api-me"),
     path("api/", include("sources.api_urls")),
     path("api/", include("reviews.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
