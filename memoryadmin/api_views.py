@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -15,6 +17,7 @@ from memoryadmin.models import Membership, Team
 class MeView(APIView):
     """`GET /api/me/`: the token's team and metadata, or the session user and their roles."""
 
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="Who is calling")
     def get(self, request: Request) -> Response:
         token = request_token(request)
         if token is not None:

@@ -137,6 +137,8 @@ CSRF_COOKIE_HTTPONLY = False  # htmx reads it from the cookie-less form token; k
 SECURE_HSTS_SECONDS = env_int("MEMORYADMIN_HSTS_SECONDS", 0 if DEBUG else 31536000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
 SECURE_HSTS_PRELOAD = env_bool("MEMORYADMIN_HSTS_PRELOAD", False)
+# Preload is an opt-in (hard to undo), so its deploy-check warning is silenced while off.
+SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
