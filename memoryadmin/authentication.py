@@ -39,11 +39,8 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
     def authenticate(self, request):  # type: ignore[no-untyped-def]
-        header = authentication.get_authorization_header(request).decode("latin-1")
-        if not header:
-            return None
-        parts = header.split()
-        if parts[0].lower() != self.keyword.lower():
+        parts = authentication.get_authorization_header(request).decode("latin-1").split()
+        if not parts or parts[0].lower() != self.keyword.lower():
             return None
         if len(parts) != 2:
             raise exceptions.AuthenticationFailed(
