@@ -1,1 +1,240 @@
+"""OpenMemories sources of a team, their current snapshot of records, and refresh history."""
+
 from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from memoryadmin.models import Team
+
+
+class SourceKind(models.TextChoices):
+    LOCAL = "local", "Local directory"
+    HTTPS = "https", "HTTPS URL"
+
+
+class SourceState(models.TextChoices):
+    PENDING = "pending", "Pending approval"
+    APPROVED = "approved", "Approved"
+    DISABLED = "disabled", "Disabled"
+
+
+class Health(models.TextChoices):
+    NEVER = "never", "Never refreshed"
+    FRESH = "fresh", "Fresh"
+    STALE = "stale", "Stale"
+    DENIED = "denied", "Access denied"
+
+
+class CredentialKind(models.TextChoices):
+    NONE = "none", "None"
+    BEARER = "bearer", "Bearer token"
+    BASIC = "basic", "Basic (user and password)"
+
+
+class Source(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="sources")
+    kind = models.CharField(max_length=8, choices=SourceKind.choices)
+    # The configured absolute directory path or HTTPS base URL: half of every record's identity.
+    identity = models.CharField(max_length=1000)
+    display_name = models.CharField(max_length=200, blank=True)
+    state = models.CharField(
+        max_length=10, choices=SourceState.choices, default=SourceState.PENDING, db_index=True
+    )
+    added_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    approved_at = models.DateTimeField(null=True, blank=True)
+    refresh_interval = models.DurationField(default=timedelta(hours=1))
+    credential_kind = models.CharField(
+        max_length=8, choices=CredentialKind.choices, default=CredentialKind.NONE
+    )
+    # Fernet ciphertext (memoryadmin.crypto) of a JSON object; never shown back.
+    credential_encrypted = models.TextField(blank=True, default="")
+    health = models.CharField(max_length=8, choices=Health.choices, default=Health.NEVER)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    last_error_code = models.CharField(max_length=64, blank=True)
+    last_error = models.TextField(blank=True)
+    stale_since = models.DateTimeField(null=True, blank=True)
+    denied_since = models.DateTimeField(null=True, blank=True)
+    current_snapshot = models.OneToOneField(
+        "Snapshot", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["team", "display_name", "identity"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "identity"], name="source_identity_per_team")
+        ]
+
+    def __str__(self) -> str:
+        return self.display_name or self.identity
+
+    @property
+    def label(self) -> str:
+        return self.display_name or self.identity
+
+    @property
+    def has_credential(self) -> bool:
+        return bool(self.credential_encrypted)
+
+    def is_due(self, now: datetime) -> bool:
+        return self.last_attempt_at is None or self.last_attempt_at + self.refresh_interval <= now
+
+
+class Snapshot(models.Model):
+    """One successful read of a source. Only `Source.current_snapshot` is ever served."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="snapshots")
+    created_at = models.DateTimeField(default=timezone.now)
+    retrieved_at = models.DateTimeField(default=timezone.now)
+    manifest_name = models.CharField(max_length=200)
+    manifest_entries = models.PositiveIntegerField(default=0)
+    # Kept so a 304 on the manifest can be parsed again without downloading it.
+    manifest_body = models.BinaryField(default=b"")
+    fingerprint = models.CharField(max_length=64)
+    record_count = models.PositiveIntegerField(default=0)
+    active_count = models.PositiveIntegerField(default=0)
+    rejected_count = models.PositiveIntegerField(default=0)
+    problem_count = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.source} @ {self.retrieved_at:%Y-%m-%d %H:%M}"
+
+
+class InactiveReason(models.TextChoices):
+    EXPIRED = "expired", "Expired"
+    SUPERSEDED = "superseded", "Superseded"
+
+
+class Record(models.Model):
+    snapshot = models.ForeignKey(Snapshot, on_delete=models.CASCADE, related_name="records")
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="+")
+    record_id = models.CharField(max_length=500)
+    path = models.CharField(max_length=1000)
+    kind = models.CharField(max_length=16)
+    scope = models.CharField(max_length=1000)
+    title = models.CharField(max_length=500)
+    body = models.TextField()
+    tags = models.JSONField(default=list)
+    provenance = models.JSONField(null=True, blank=True)
+    created = models.DateTimeField()
+    updated = models.DateTimeField()
+    expires = models.DateTimeField(null=True, blank=True)
+    supersedes = models.JSONField(default=list)
+    extensions = models.JSONField(default=dict)
+    content_hash = models.CharField(max_length=64)
+    retrieved_at = models.DateTimeField()
+    active = models.BooleanField(default=True)
+    inactive_reason = models.CharField(max_length=12, choices=InactiveReason.choices, blank=True)
+
+    class Meta:
+        ordering = ["record_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["snapshot", "record_id"], name="record_id_per_snapshot")
+        ]
+        indexes = [models.Index(fields=["snapshot", "active", "scope"])]
+
+    def __str__(self) -> str:
+        return f"{self.record_id} ({self.source_id})"
+
+    def reason_now(self, now: datetime) -> str:
+        """Expiry is applied at read time too: a record can expire between refreshes."""
+        if self.active and self.expires is not None and self.expires <= now:
+            return InactiveReason.EXPIRED
+        return self.inactive_reason
+
+
+class Rejection(models.Model):
+    snapshot = models.ForeignKey(Snapshot, on_delete=models.CASCADE, related_name="rejections")
+    path = models.CharField(max_length=1000, blank=True)
+    record_id = models.CharField(max_length=500, blank=True)
+    code = models.CharField(max_length=64)
+    message = models.TextField()
+    line = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["path", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.code} {self.path}"
+
+
+class Problem(models.Model):
+    snapshot = models.ForeignKey(Snapshot, on_delete=models.CASCADE, related_name="problems")
+    code = models.CharField(max_length=64)
+    ids = models.JSONField(default=list)
+    message = models.TextField()
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.code} {', '.join(self.ids)}"
+
+
+class HttpValidator(models.Model):
+    """ETag / Last-Modified per URL, so an unchanged HTTPS source costs a round of 304s."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="validators")
+    url = models.CharField(max_length=2000)
+    etag = models.CharField(max_length=500, blank=True)
+    last_modified = models.CharField(max_length=100, blank=True)
+    content_hash = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "url"], name="validator_url_per_source")
+        ]
+
+    def __str__(self) -> str:
+        return self.url
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed (stale)"
+    DENIED = "denied", "Access denied"
+    SKIPPED = "skipped", "Skipped"
+
+
+class RefreshRun(models.Model):
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="runs")
+    trigger = models.CharField(max_length=16, default="manual")  # manual|schedule|add|approve
+    requested_by = models.CharField(max_length=200, blank=True)
+    requested_at = models.DateTimeField(default=timezone.now)
+    status = models.CharField(
+        max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True
+    )
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    changed = models.BooleanField(default=False)
+    record_count = models.PositiveIntegerField(default=0)
+    active_count = models.PositiveIntegerField(default=0)
+    rejected_count = models.PositiveIntegerField(default=0)
+    problem_count = models.PositiveIntegerField(default=0)
+    parsed_count = models.PositiveIntegerField(default=0)
+    reused_count = models.PositiveIntegerField(default=0)
+    error_code = models.CharField(max_length=64, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-requested_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} of {self.source_id}: {self.status}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status not in (RunStatus.QUEUED, RunStatus.RUNNING)

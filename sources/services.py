@@ -1,0 +1,508 @@
+"""Every write to sources: add, approve, disable, request a refresh, and the refresh itself."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from memoryadmin import crypto
+from memoryadmin.audit import Actor, audit_record
+from memoryadmin.models import Team
+from sources import fetchers
+from sources import openmemories as om
+from sources.models import (
+    CredentialKind,
+    Health,
+    HttpValidator,
+    Problem,
+    Record,
+    RefreshRun,
+    Rejection,
+    RunStatus,
+    Snapshot,
+    Source,
+    SourceKind,
+    SourceState,
+)
+
+logger = logging.getLogger(__name__)
+INSERT_BATCH = 500
+
+
+# ----------------------------------------------------------------------------- credentials
+
+
+def credential_encrypt(credential: fetchers.Credential) -> str:
+    if credential.kind == CredentialKind.NONE or credential.header() is None:
+        return ""
+    payload = {"token": credential.token, "username": credential.username}
+    payload["password"] = credential.password
+    return crypto.encrypt(json.dumps(payload))
+
+
+def source_credential(source: Source) -> fetchers.Credential:
+    if not source.credential_encrypted:
+        return fetchers.Credential()
+    data = json.loads(crypto.decrypt(source.credential_encrypted))
+    return fetchers.Credential(
+        kind=source.credential_kind,
+        token=data.get("token", ""),
+        username=data.get("username", ""),
+        password=data.get("password", ""),
+    )
+
+
+def scrub(text: str, credential: fetchers.Credential) -> str:
+    """Belt and braces: no error text we store may contain a secret."""
+    for secret in (credential.token, credential.password, credential.header() or ""):
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text
+
+
+# ----------------------------------------------------------------------------- lifecycle
+
+
+@transaction.atomic
+def source_add(
+    *,
+    actor: Actor,
+    team: Team,
+    location: str,
+    credential: fetchers.Credential | None = None,
+    refresh_interval: timedelta = timedelta(hours=1),
+) -> Source:
+    """Register a source as pending and queue a preview read (nothing is served yet)."""
+    try:
+        kind, identity = fetchers.normalize_location(location)
+    except fetchers.LocationError as exc:
+        raise ValidationError({"location": str(exc)}) from exc
+    if Source.objects.filter(team=team, identity=identity).exists():
+        raise ValidationError({"location": "This team already has that source."})
+    credential = credential or fetchers.Credential()
+    if kind == SourceKind.LOCAL and credential.kind != CredentialKind.NONE:
+        raise ValidationError({"credential_kind": "A local directory takes no credential."})
+    if refresh_interval < timedelta(minutes=1):
+        raise ValidationError({"refresh_interval": "Refresh at most once a minute."})
+    source = Source.objects.create(
+        team=team,
+        kind=kind,
+        identity=identity,
+        added_by=actor.user,
+        refresh_interval=refresh_interval,
+        credential_kind=credential.kind if credential.header() else CredentialKind.NONE,
+        credential_encrypted=credential_encrypt(credential),
+    )
+    audit_record(
+        actor=actor,
+        action="source.add",
+        team=team,
+        target=source,
+        summary=f"Added source {identity} (pending approval)",
+        data={"kind": kind, "identity": identity, "credential": source.credential_kind},
+    )
+    source_refresh_request(actor=actor, source=source, trigger="add")
+    return source
+
+
+@transaction.atomic
+def source_approve(*, actor: Actor, source: Source) -> Source:
+    if source.state == SourceState.APPROVED:
+        return source
+    source.state = SourceState.APPROVED
+    source.approved_by = actor.user
+    source.approved_at = timezone.now()
+    source.save(update_fields=["state", "approved_by", "approved_at"])
+    audit_record(
+        actor=actor,
+        action="source.approve",
+        team=source.team,
+        target=source,
+        summary=f"Approved source {source.label}",
+        data={"identity": source.identity},
+    )
+    source_refresh_request(actor=actor, source=source, trigger="approve")
+    return source
+
+
+@transaction.atomic
+def source_disable(*, actor: Actor, source: Source) -> Source:
+    if source.state == SourceState.DISABLED:
+        return source
+    previous = source.state
+    source.state = SourceState.DISABLED
+    source.save(update_fields=["state"])
+    audit_record(
+        actor=actor,
+        action="source.disable",
+        team=source.team,
+        target=source,
+        summary=f"Disabled source {source.label}",
+        data={"identity": source.identity, "previous_state": previous},
+    )
+    return source
+
+
+@transaction.atomic
+def source_refresh_request(*, actor: Actor, source: Source, trigger: str = "manual") -> RefreshRun:
+    """Record a queued run and hand it to a worker once this transaction commits."""
+    if source.state == SourceState.DISABLED:
+        raise ValidationError("A disabled source is not refreshed; approve it again first.")
+    run = RefreshRun.objects.create(source=source, trigger=trigger, requested_by=actor.label)
+    audit_record(
+        actor=actor,
+        action="source.refresh.request",
+        team=source.team,
+        target=source,
+        summary=f"Requested a refresh of {source.label}",
+        data={"run": run.pk, "trigger": trigger},
+    )
+    source_id, run_id = source.pk, run.pk
+
+    def enqueue() -> None:
+        from sources.tasks import refresh_source
+
+        refresh_source.delay(source_id, run_id)
+
+    transaction.on_commit(enqueue)
+    return run
+
+
+# ----------------------------------------------------------------------------- refresh
+
+
+def _previous_state(
+    source: Source,
+) -> tuple[Snapshot | None, dict[str, Record], dict[str, fetchers.Validator]]:
+    snapshot = source.current_snapshot
+    rows: dict[str, Record] = {}
+    if snapshot is not None:
+        rows = {row.path: row for row in Record.objects.filter(snapshot=snapshot)}
+    validators = {
+        v.url: fetchers.Validator(v.etag, v.last_modified, v.content_hash)
+        for v in HttpValidator.objects.filter(source=source)
+    }
+    return snapshot, rows, validators
+
+
+def _as_record(row: Record) -> om.Record:
+    return om.Record(
+        id=row.record_id,
+        title=row.title,
+        kind=row.kind,
+        scope=row.scope,
+        created=row.created,
+        updated=row.updated,
+        body=row.body,
+        tags=tuple(row.tags),
+        provenance=row.provenance,
+        expires=row.expires,
+        supersedes=tuple(row.supersedes),
+        extensions=row.extensions,
+        content_hash=row.content_hash,
+    )
+
+
+def read(source: Source, *, now: datetime | None = None) -> fetchers.ReadResult:
+    """Read a source without storing anything (used by the preview CLI and tests)."""
+    fetcher = fetchers.make_fetcher(
+        source.kind,
+        source.identity,
+        policy=fetchers.policy_from_settings(),
+        credential=source_credential(source),
+    )
+    try:
+        return fetchers.read_source(fetcher, now=now or timezone.now())
+    finally:
+        fetcher.close()
+
+
+def source_refresh(
+    *, source_id: int, run_id: int | None = None, trigger: str = "manual"
+) -> RefreshRun:
+    """Read the source and swap in the new snapshot atomically, or mark it stale / denied.
+
+    The network work happens outside any transaction; the swap and its audit events happen in
+    one. Callers serialise runs per source (tasks.refresh_source holds a named lock).
+    """
+    source = Source.objects.select_related("team", "current_snapshot").get(pk=source_id)
+    if run_id is None:
+        run = RefreshRun.objects.create(source=source, trigger=trigger, requested_by="system")
+    else:
+        run = RefreshRun.objects.get(pk=run_id, source=source)
+        if run.is_finished:  # a retried task whose work is done: nothing to do
+            return run
+    started = timezone.now()
+    clock = time.monotonic()
+    if source.state == SourceState.DISABLED:
+        RefreshRun.objects.filter(pk=run.pk).update(
+            status=RunStatus.SKIPPED,
+            started_at=started,
+            finished_at=started,
+            duration_ms=0,
+            error_code="disabled",
+            error="the source is disabled",
+        )
+        run.refresh_from_db()
+        return run
+    RefreshRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, started_at=started)
+    snapshot, rows, validators = _previous_state(source)
+    credential = fetchers.Credential()
+    fetcher: fetchers.Fetcher | None = None
+    try:
+        credential = source_credential(source)
+        fetcher = fetchers.make_fetcher(
+            source.kind,
+            source.identity,
+            policy=fetchers.policy_from_settings(),
+            credential=credential,
+        )
+        result = fetchers.read_source(
+            fetcher,
+            now=started,
+            previous_records={path: _as_record(row) for path, row in rows.items()},
+            previous_manifest=bytes(snapshot.manifest_body) if snapshot is not None else None,
+            validators=validators,
+        )
+    except fetchers.SourceError as exc:
+        message = scrub(exc.message, credential)
+        return _refresh_failed(source.pk, run.pk, exc.code, message, exc.health, started, clock)
+    except ValueError as exc:  # a stored credential the current key cannot decrypt
+        return _refresh_failed(source.pk, run.pk, "credential", str(exc), "stale", started, clock)
+    finally:
+        if fetcher is not None:
+            fetcher.close()
+    return _refresh_succeeded(source.pk, run.pk, result, rows, started, clock)
+
+
+def _finish_run(
+    run: RefreshRun, status: str, started: datetime, clock: float, **fields: Any
+) -> None:
+    run.status = status
+    run.started_at = run.started_at or started
+    run.finished_at = timezone.now()
+    run.duration_ms = int((time.monotonic() - clock) * 1000)
+    for name, value in fields.items():
+        setattr(run, name, value)
+    run.save()
+
+
+def _health_change(source: Source, previous: str, reason: str) -> None:
+    if source.health == previous:
+        return
+    audit_record(
+        actor=Actor.system(),
+        action="source.health",
+        team=source.team,
+        target=source,
+        summary=f"{source.label} is now {source.health} (was {previous})",
+        data={"from": previous, "to": source.health, "reason": reason},
+    )
+
+
+@transaction.atomic
+def _refresh_failed(
+    source_id: int,
+    run_id: int,
+    code: str,
+    message: str,
+    health: str,
+    started: datetime,
+    clock: float,
+) -> RefreshRun:
+    source = Source.objects.select_for_update().select_related("team").get(pk=source_id)
+    run = RefreshRun.objects.get(pk=run_id)
+    previous = source.health
+    now = timezone.now()
+    if health == Health.DENIED:
+        source.health = Health.DENIED
+        source.denied_since = source.denied_since or now
+    else:
+        source.health = Health.STALE
+        source.stale_since = source.stale_since or now
+    source.last_attempt_at = started
+    source.last_error_code = code
+    source.last_error = message
+    source.save()
+    status = RunStatus.DENIED if health == Health.DENIED else RunStatus.FAILED
+    _finish_run(run, status, started, clock, error_code=code, error=message)
+    audit_record(
+        actor=Actor.system(),
+        action="source.refresh",
+        team=source.team,
+        target=source,
+        summary=f"Refresh of {source.label} {status}: {message}",
+        data={"run": run.pk, "outcome": status, "code": code},
+    )
+    _health_change(source, previous, code)
+    logger.warning("source %s refresh %s: %s", source.pk, status, code)
+    return run
+
+
+@transaction.atomic
+def _refresh_succeeded(
+    source_id: int,
+    run_id: int,
+    result: fetchers.ReadResult,
+    rows: dict[str, Record],
+    started: datetime,
+    clock: float,
+) -> RefreshRun:
+    source = (
+        Source.objects.select_for_update()
+        .select_related("team", "current_snapshot")
+        .get(pk=source_id)
+    )
+    run = RefreshRun.objects.get(pk=run_id)
+    now = timezone.now()
+    selection = result.selection
+    fingerprint = result.fingerprint()
+    current = source.current_snapshot
+    changed = current is None or current.fingerprint != fingerprint
+    if changed:
+        snapshot = _snapshot_create(source, result, fingerprint, now)
+        source.current_snapshot = snapshot
+        source.save(update_fields=["current_snapshot"])
+        if current is not None:
+            current.delete()
+    else:
+        snapshot = current
+        _snapshot_touch(snapshot, rows, selection, now)
+    if source.kind == SourceKind.HTTPS:
+        HttpValidator.objects.filter(source=source).delete()
+        HttpValidator.objects.bulk_create(
+            [
+                HttpValidator(
+                    source=source,
+                    url=url,
+                    etag=v.etag[:500],
+                    last_modified=v.last_modified[:100],
+                    content_hash=v.content_hash,
+                )
+                for url, v in result.validators.items()
+                if v.etag or v.last_modified
+            ],
+            batch_size=INSERT_BATCH,
+        )
+    previous = source.health
+    source.display_name = result.manifest.name[:200]
+    source.health = Health.FRESH
+    source.last_attempt_at = started
+    source.last_success_at = now
+    source.last_error_code = ""
+    source.last_error = ""
+    source.stale_since = None
+    source.denied_since = None
+    source.save()
+    _finish_run(
+        run,
+        RunStatus.SUCCEEDED,
+        started,
+        clock,
+        changed=changed,
+        record_count=snapshot.record_count,
+        active_count=snapshot.active_count,
+        rejected_count=snapshot.rejected_count,
+        problem_count=snapshot.problem_count,
+        parsed_count=result.parsed,
+        reused_count=result.reused,
+    )
+    audit_record(
+        actor=Actor.system(),
+        action="source.refresh",
+        team=source.team,
+        target=source,
+        summary=(
+            f"Refreshed {source.label}: {snapshot.active_count} active, "
+            f"{snapshot.rejected_count} rejected" + ("" if changed else " (unchanged)")
+        ),
+        data={"run": run.pk, "outcome": RunStatus.SUCCEEDED, "changed": changed},
+    )
+    _health_change(source, previous, "refresh succeeded")
+    return run
+
+
+def _snapshot_create(
+    source: Source, result: fetchers.ReadResult, fingerprint: str, now: datetime
+) -> Snapshot:
+    selection = result.selection
+    snapshot = Snapshot.objects.create(
+        source=source,
+        retrieved_at=now,
+        manifest_name=result.manifest.name[:200],
+        manifest_entries=len(result.manifest.entries) + len(result.manifest.rejected),
+        manifest_body=result.manifest_body,
+        fingerprint=fingerprint,
+        record_count=len(result.records),
+        active_count=len(selection.active),
+        rejected_count=len(result.rejections),
+        problem_count=len(selection.problems),
+    )
+    Record.objects.bulk_create(
+        (
+            Record(
+                snapshot=snapshot,
+                source=source,
+                record_id=item.record.id,
+                path=item.entry.path,
+                kind=item.record.kind,
+                scope=item.record.scope,
+                title=item.record.title,
+                body=item.record.body,
+                tags=list(item.record.tags),
+                provenance=item.record.provenance,
+                created=item.record.created,
+                updated=item.record.updated,
+                expires=item.record.expires,
+                supersedes=list(item.record.supersedes),
+                extensions=item.record.extensions,
+                content_hash=item.record.content_hash,
+                retrieved_at=now,
+                active=item.record.id in selection.active,
+                inactive_reason=selection.inactive.get(item.record.id, ""),
+            )
+            for item in result.records
+        ),
+        batch_size=INSERT_BATCH,
+    )
+    Rejection.objects.bulk_create(
+        (
+            Rejection(
+                snapshot=snapshot,
+                path=(r.path or "")[:1000],
+                record_id=(r.id or "")[:500],
+                code=r.code,
+                message=r.message,
+                line=r.line,
+            )
+            for r in result.rejections
+        ),
+        batch_size=INSERT_BATCH,
+    )
+    Problem.objects.bulk_create(
+        Problem(snapshot=snapshot, code=p.code, ids=list(p.ids), message=p.message)
+        for p in selection.problems
+    )
+    return snapshot
+
+
+def _snapshot_touch(
+    snapshot: Snapshot, rows: dict[str, Record], selection: om.Selection, now: datetime
+) -> None:
+    """Same bytes as before: stamp the retrieval time and re-apply expiry, nothing else."""
+    Record.objects.filter(snapshot=snapshot).update(retrieved_at=now)
+    for row in rows.values():
+        active = row.record_id in selection.active
+        reason = selection.inactive.get(row.record_id, "")
+        if row.active != active or row.inactive_reason != reason:
+            Record.objects.filter(pk=row.pk).update(active=active, inactive_reason=reason)
+    snapshot.retrieved_at = now
+    snapshot.active_count = len(selection.active)
+    snapshot.save(update_fields=["retrieved_at", "active_count"])
