@@ -1,0 +1,159 @@
+"""Team admins manage webhook endpoints and watch their deliveries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from memoryadmin.audit import Actor
+from memoryadmin.permissions import Action
+from memoryadmin.web import team_view
+from webhooks import selectors, services
+from webhooks.forms import EndpointForm
+from webhooks.models import WebhookDelivery, WebhookEndpoint
+
+
+def _form_errors(form: EndpointForm, exc: ValidationError) -> None:
+    if hasattr(exc, "error_dict"):
+        for field, errors in exc.message_dict.items():
+            form.add_error(field if field in form.fields else None, errors)
+    else:
+        form.add_error(None, exc.messages)
+
+
+def _no_store(response: HttpResponse) -> HttpResponse:
+    response["Cache-Control"] = "no-store"  # the page may carry a secret
+    return response
+
+
+def _endpoint(request: HttpRequest, endpoint_id: int) -> WebhookEndpoint:
+    return get_object_or_404(WebhookEndpoint, pk=endpoint_id, team=request.team)
+
+
+@team_view(Action.MANAGE)
+def endpoint_list(request: HttpRequest) -> HttpResponse:
+    form = EndpointForm(request.POST or None)
+    created: WebhookEndpoint | None = None
+    new_secret = None
+    if request.method == "POST" and form.is_valid():
+        try:
+            created, new_secret = services.endpoint_create(
+                actor=Actor.from_request(request),
+                team=request.team,
+                url=form.cleaned_data["url"],
+                events=form.cleaned_data["events"],
+                description=form.cleaned_data["description"],
+            )
+        except ValidationError as exc:
+            _form_errors(form, exc)
+        else:
+            form = EndpointForm()
+    context = {
+        "form": form,
+        "endpoints": selectors.endpoints_for(request.team),
+        "created": created,
+        "new_secret": new_secret,
+    }
+    return _no_store(render(request, "webhooks/endpoint_list.html", context))
+
+
+def _detail(request: HttpRequest, endpoint: WebhookEndpoint, **extra: Any) -> HttpResponse:
+    form = extra.pop("form", None) or EndpointForm(
+        initial={
+            "url": endpoint.url,
+            "events": endpoint.events,
+            "description": endpoint.description,
+        }
+    )
+    page = Paginator(selectors.deliveries_for(endpoint), 25).get_page(request.GET.get("page"))
+    polling = any(not delivery.is_finished for delivery in page)  # live-update open attempts
+    context = {"endpoint": endpoint, "form": form, "page": page, "polling": polling, **extra}
+    return _no_store(render(request, "webhooks/endpoint_detail.html", context))
+
+
+@team_view(Action.MANAGE)
+def endpoint_detail(request: HttpRequest, endpoint_id: int) -> HttpResponse:
+    endpoint = _endpoint(request, endpoint_id)
+    if request.method != "POST":
+        return _detail(request, endpoint)
+    form = EndpointForm(request.POST)
+    if form.is_valid():
+        try:
+            services.endpoint_update(
+                actor=Actor.from_request(request),
+                endpoint=endpoint,
+                url=form.cleaned_data["url"],
+                events=form.cleaned_data["events"],
+                description=form.cleaned_data["description"],
+            )
+        except ValidationError as exc:
+            _form_errors(form, exc)
+        else:
+            messages.success(request, "Endpoint saved.")
+            return redirect("webhook-detail", team_slug=request.team.slug, endpoint_id=endpoint.pk)
+    return _detail(request, endpoint, form=form)
+
+
+@require_POST
+@team_view(Action.MANAGE)
+def endpoint_active(request: HttpRequest, endpoint_id: int) -> HttpResponse:
+    endpoint = _endpoint(request, endpoint_id)
+    active = request.POST.get("active") == "true"
+    services.endpoint_set_active(
+        actor=Actor.from_request(request), endpoint=endpoint, active=active
+    )
+    messages.success(request, f"Endpoint {'enabled' if active else 'disabled'}.")
+    return redirect("webhook-detail", team_slug=request.team.slug, endpoint_id=endpoint.pk)
+
+
+@require_POST
+@team_view(Action.MANAGE)
+def endpoint_rotate(request: HttpRequest, endpoint_id: int) -> HttpResponse:
+    endpoint, new_secret = services.endpoint_rotate_secret(
+        actor=Actor.from_request(request), endpoint=_endpoint(request, endpoint_id)
+    )
+    return _detail(request, endpoint, new_secret=new_secret)
+
+
+@require_POST
+@team_view(Action.MANAGE)
+def endpoint_delete(request: HttpRequest, endpoint_id: int) -> HttpResponse:
+    endpoint = _endpoint(request, endpoint_id)
+    services.endpoint_delete(actor=Actor.from_request(request), endpoint=endpoint)
+    messages.success(request, f"Endpoint {endpoint.url} deleted.")
+    return redirect("webhook-list", team_slug=request.team.slug)
+
+
+@require_POST
+@team_view(Action.MANAGE)
+def endpoint_ping(request: HttpRequest, endpoint_id: int) -> HttpResponse:
+    endpoint = _endpoint(request, endpoint_id)
+    try:
+        services.endpoint_ping(actor=Actor.from_request(request), endpoint=endpoint)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, "Test event queued; its delivery appears below.")
+    return redirect("webhook-detail", team_slug=request.team.slug, endpoint_id=endpoint.pk)
+
+
+@require_POST
+@team_view(Action.MANAGE)
+def delivery_redeliver(request: HttpRequest, endpoint_id: int, delivery_id: int) -> HttpResponse:
+    endpoint = _endpoint(request, endpoint_id)
+    delivery = get_object_or_404(
+        WebhookDelivery.objects.select_related("endpoint"), pk=delivery_id, endpoint=endpoint
+    )
+    try:
+        services.delivery_redeliver(actor=Actor.from_request(request), delivery=delivery)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, "Redelivery queued.")
+    return redirect("webhook-detail", team_slug=request.team.slug, endpoint_id=endpoint.pk)
