@@ -1,1 +1,173 @@
+"""Repositories under review, the memories indexed from them, and reviewers' decisions."""
+
 from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from memoryadmin.models import ApiToken, Team
+
+
+class CredentialKind(models.TextChoices):
+    NONE = "none", "None (public or local)"
+    HTTPS_TOKEN = "https-token", "HTTPS token"
+    SSH_KEY = "ssh-key", "SSH deploy key"
+
+
+class Repository(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="repositories")
+    name = models.CharField(max_length=100)
+    # Never holds credentials: validated on input, and they travel separately to git.
+    remote_url = models.CharField(max_length=500)
+    branch = models.CharField(max_length=200, default="main")
+    credential_kind = models.CharField(
+        max_length=16, choices=CredentialKind.choices, default=CredentialKind.NONE
+    )
+    credential_username = models.CharField(max_length=200, blank=True)
+    credential_encrypted = models.TextField(blank=True)  # memoryadmin.crypto
+    ssh_known_hosts = models.TextField(blank=True)
+    push_enabled = models.BooleanField(default=True)
+    review_mode = models.CharField(max_length=16, blank=True)  # from config.json at last sync
+    last_sync_at = models.DateTimeField(null=True, blank=True)
+    last_sync_ok = models.BooleanField(null=True)
+    head_commit = models.CharField(max_length=40, blank=True)
+    last_error = models.TextField(blank=True)  # scrubbed; shown until the next success
+    problems = models.JSONField(default=list, blank=True)  # format problems at last sync
+    ambiguous_refs = models.JSONField(default=dict, blank=True)
+    sync_interval_minutes = models.PositiveIntegerField(default=15)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["team", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "name"], name="repository_unique_name")
+        ]
+        verbose_name_plural = "repositories"
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def working_dir(self):  # type: ignore[no-untyped-def]
+        return settings.DATA_DIR / "repositories" / str(self.pk)
+
+    @property
+    def has_credential(self) -> bool:
+        return bool(self.credential_encrypted)
+
+
+class MemoryStatus(models.TextChoices):
+    ACTIVE = "active"
+    PROPOSED = "proposed"
+    SUPERSEDED = "superseded"
+    ARCHIVED = "archived"
+    RESOLVED = "resolved"
+
+
+class Memory(models.Model):
+    """One memory file as of the repository's last sync."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="memories")
+    memory_id = models.CharField(max_length=255)
+    ref = models.CharField(max_length=8, db_index=True)
+    type = models.CharField(max_length=16)
+    title = models.CharField(max_length=1000)
+    status = models.CharField(max_length=16, choices=MemoryStatus.choices)
+    path = models.CharField(max_length=500)
+    blob_sha = models.CharField(max_length=40)  # the file's git blob at last sync
+    front_matter = models.JSONField(default=dict)
+    body = models.TextField(blank=True)
+    supersedes = models.CharField(max_length=255, blank=True)
+    superseded_by = models.CharField(max_length=255, blank=True)
+    created = models.CharField(max_length=40)
+    updated = models.CharField(max_length=40)
+    author_name = models.CharField(max_length=200, blank=True)
+    author_email = models.CharField(max_length=200, blank=True)
+    added_commit = models.CharField(max_length=40, blank=True)
+    added_at = models.DateTimeField(null=True, blank=True)
+    secret_findings = models.JSONField(default=list, blank=True)
+    stale = models.JSONField(default=list, blank=True)
+    has_secret = models.BooleanField(default=False)
+    is_stale = models.BooleanField(default=False)
+    indexed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["added_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["repository", "memory_id"], name="memory_unique_per_repository"
+            )
+        ]
+        indexes = [models.Index(fields=["team", "status", "added_at", "id"])]
+        verbose_name_plural = "memories"
+
+    def __str__(self) -> str:
+        return f"{self.ref} {self.title}"
+
+
+class DecisionKind(models.TextChoices):
+    APPROVE = "approve", "Approve"
+    REJECT = "reject", "Reject"
+
+
+class PushState(models.TextChoices):
+    PENDING = "pending", "Pending"
+    PUSHED = "pushed", "Pushed"
+    FAILED = "failed", "Failed"
+    CONFLICT = "conflict", "Conflict"
+
+
+class Decision(models.Model):
+    """One reviewer action on one or more proposals of one repository: one commit, one push."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="decisions")
+    kind = models.CharField(max_length=8, choices=DecisionKind.choices)
+    comment = models.TextField(blank=True)
+    secret_override_reason = models.TextField(blank=True)
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    token = models.ForeignKey(
+        ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_label = models.CharField(max_length=200)
+    author_name = models.CharField(max_length=200)
+    author_email = models.CharField(max_length=200)
+    state = models.CharField(max_length=10, choices=PushState.choices, default=PushState.PENDING)
+    state_detail = models.TextField(blank=True)  # failure or conflict reason, scrubbed
+    commit_sha = models.CharField(max_length=40, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["team", "-created_at"]),
+            models.Index(fields=["repository", "state", "id"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk} ({self.state})"
+
+
+class DecisionItem(models.Model):
+    decision = models.ForeignKey(Decision, on_delete=models.CASCADE, related_name="items")
+    memory = models.ForeignKey(
+        Memory, null=True, blank=True, on_delete=models.SET_NULL, related_name="decision_items"
+    )
+    memory_key = models.CharField(max_length=255)  # the MemoryRail id
+    ref = models.CharField(max_length=8)
+    title = models.CharField(max_length=1000)
+    path = models.CharField(max_length=500)
+    blob_sha = models.CharField(max_length=40)  # what the reviewer saw; any other blob = conflict
+    supersedes = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.ref} {self.title}"

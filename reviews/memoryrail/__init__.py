@@ -1,0 +1,73 @@
+"""MemoryRail 1 format library: no Django import (a test checks)."""
+
+from __future__ import annotations
+
+from reviews.memoryrail.agentfiles import AGENT_FILES, has_block, render_block, replace_block
+from reviews.memoryrail.core import (
+    CONFIG_PATH,
+    DURABLE_TYPES,
+    ERROR,
+    MEMORIES_DIR,
+    STATUSES,
+    TYPE_PREFIXES,
+    WARNING,
+    Config,
+    ConfigError,
+    Memory,
+    Problem,
+    Project,
+    RefError,
+    RefIndex,
+    find_root,
+    format_timestamp,
+    is_ref,
+    load_config,
+    parse_config,
+    parse_memory,
+    parse_timestamp,
+    read_project,
+    short_ref,
+)
+from reviews.memoryrail.secrets import RULES, SecretFinding, scan_text
+from reviews.memoryrail.staleness import Stale, check_staleness
+from reviews.memoryrail.writer import WriteError, approve, encode_value, render, supersede
+
+__all__ = [
+    "AGENT_FILES",
+    "CONFIG_PATH",
+    "DURABLE_TYPES",
+    "ERROR",
+    "MEMORIES_DIR",
+    "RULES",
+    "STATUSES",
+    "TYPE_PREFIXES",
+    "WARNING",
+    "Config",
+    "ConfigError",
+    "Memory",
+    "Problem",
+    "Project",
+    "RefError",
+    "RefIndex",
+    "SecretFinding",
+    "Stale",
+    "WriteError",
+    "approve",
+    "check_staleness",
+    "encode_value",
+    "find_root",
+    "format_timestamp",
+    "has_block",
+    "is_ref",
+    "load_config",
+    "parse_config",
+    "parse_memory",
+    "parse_timestamp",
+    "read_project",
+    "render",
+    "render_block",
+    "replace_block",
+    "scan_text",
+    "short_ref",
+    "supersede",
+]

@@ -1,0 +1,36 @@
+"""Every write of the reviews app (re-exported so callers import from one place)."""
+
+from __future__ import annotations
+
+from reviews.services.decisions import (
+    ProposalNotOpen,
+    SecretOverrideRequired,
+    commit_identity,
+    proposal_approve,
+    proposal_reject,
+    proposals_decide,
+)
+from reviews.services.push import decisions_fail_pending, repository_push_pending
+from reviews.services.repositories import (
+    repository_create,
+    repository_sync,
+    repository_sync_request,
+    validate_remote_url,
+    working_copy,
+)
+
+__all__ = [
+    "ProposalNotOpen",
+    "SecretOverrideRequired",
+    "commit_identity",
+    "decisions_fail_pending",
+    "proposal_approve",
+    "proposal_reject",
+    "proposals_decide",
+    "repository_create",
+    "repository_push_pending",
+    "repository_sync",
+    "repository_sync_request",
+    "validate_remote_url",
+    "working_copy",
+]

@@ -1,0 +1,190 @@
+"""Turn pending decisions into commits and push them, in order, one repository at a time."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from memoryadmin.audit import Actor, audit_record
+from reviews import memoryrail
+from reviews.git import GitError, PushRejected, WorkingCopy
+from reviews.models import Decision, DecisionKind, PushState, Repository
+from reviews.services.decisions import bot_identity
+from reviews.services.repositories import index_store, read_snapshot, working_copy
+
+MAX_REJECTED_PUSHES = 5
+TRAILER = "Memoryadmin-Decision"
+
+
+class Conflict(Exception):
+    """The proposal changed or vanished upstream: nothing is overwritten."""
+
+
+def commit_message(decision: Decision) -> str:
+    items = list(decision.items.all())
+    verb = "Approve" if decision.kind == DecisionKind.APPROVE else "Reject"
+    if len(items) == 1:
+        lines = [f"{verb} {items[0].ref}: {items[0].title}"]
+    else:
+        lines = [f"{verb} {len(items)} proposals", ""]
+        lines += [f"- {item.ref}: {item.title}" for item in items]
+    if decision.comment:
+        lines += ["", decision.comment]
+    if decision.secret_override_reason:
+        lines += ["", f"Secret finding overridden: {decision.secret_override_reason}"]
+    lines += ["", f"Reviewed-by: {decision.actor_label}", f"{TRAILER}: {decision.pk}"]
+    return "\n".join(lines) + "\n"
+
+
+def apply_decision(copy: WorkingCopy, decision: Decision, *, now: str) -> None:
+    """Change the working copy as the decision says; raise Conflict if upstream moved the file."""
+    blobs = copy.blob_shas(memoryrail.MEMORIES_DIR)
+    for item in decision.items.all():
+        current = blobs.get(item.path)
+        if current is None:
+            raise Conflict(f"{item.ref} was removed upstream after it was reviewed")
+        if current != item.blob_sha:
+            raise Conflict(f"{item.ref} was changed upstream after it was reviewed")
+        memory, _ = memoryrail.parse_memory((copy.path / item.path).read_bytes(), path=item.path)
+        if memory is None or memory.status != "proposed":
+            raise Conflict(f"{item.ref} is no longer a readable proposal")
+        if decision.kind == DecisionKind.REJECT:
+            copy.remove_file(item.path)
+            continue
+        copy.write_file(item.path, memoryrail.approve(memory, now=now))
+        if memory.supersedes:
+            old_path = f"{memoryrail.MEMORIES_DIR}/{memory.supersedes}.md"
+            if (copy.path / old_path).is_file():
+                old, _ = memoryrail.parse_memory((copy.path / old_path).read_bytes(), path=old_path)
+                if old is None:
+                    raise Conflict(f"{memory.supersedes} (superseded) cannot be read")
+                copy.write_file(old_path, memoryrail.supersede(old, by=memory.id, now=now))
+    _regenerate_agent_files(copy)
+
+
+def _regenerate_agent_files(copy: WorkingCopy) -> None:
+    block = None
+    for name in memoryrail.AGENT_FILES:
+        path = copy.path / name
+        if not path.is_file() or path.is_symlink():
+            continue
+        text = path.read_text(encoding="utf-8")
+        if not memoryrail.has_block(text):
+            continue
+        if block is None:
+            block = memoryrail.render_block(memoryrail.read_project(copy.path).memories)
+        updated = memoryrail.replace_block(text, block)
+        if updated != text:
+            copy.write_file(name, updated)
+
+
+def _already_pushed(copy: WorkingCopy, decision: Decision) -> str | None:
+    """The commit of a decision pushed before a crash kept us from recording it, if any."""
+    output = copy.log_grep(f"^{TRAILER}: {decision.pk}$", limit=200)
+    for sha, email in output:
+        if email == decision.author_email:
+            return sha
+    return None
+
+
+def push_one(copy: WorkingCopy, decision: Decision) -> None:
+    """Fetch, apply, commit, push; on a moved remote start over from its new head."""
+    committer = bot_identity()
+    for _ in range(MAX_REJECTED_PUSHES):
+        copy.sync()
+        done = _already_pushed(copy, decision)
+        if done:
+            decision_finish(decision=decision, state=PushState.PUSHED, commit_sha=done)
+            return
+        try:
+            apply_decision(copy, decision, now=memoryrail.format_timestamp(timezone.now()))
+        except Conflict as exc:
+            copy.reset_to_remote()
+            decision_finish(decision=decision, state=PushState.CONFLICT, detail=str(exc))
+            return
+        sha = copy.commit(
+            message=commit_message(decision),
+            author=(decision.author_name, decision.author_email),
+            committer=committer,
+        )
+        try:
+            copy.push()
+        except PushRejected:
+            continue  # someone pushed meanwhile: fetch and re-apply on the new head
+        decision_finish(decision=decision, state=PushState.PUSHED, commit_sha=sha)
+        return
+    copy.reset_to_remote()
+    decision_finish(
+        decision=decision,
+        state=PushState.FAILED,
+        detail=f"the remote kept moving; gave up after {MAX_REJECTED_PUSHES} attempts",
+    )
+
+
+def repository_push_pending(*, repository_id: int, wait: float = 120.0) -> int:
+    """Push every pending decision of the repository in creation order; return how many ran.
+
+    Transient git errors propagate (the task retries); permanent ones fail the decision.
+    """
+    repository = Repository.objects.get(pk=repository_id)
+    if not repository.push_enabled:
+        return 0
+    copy = working_copy(repository)
+    done = 0
+    with copy.locked(wait=wait):
+        for decision in Decision.objects.filter(
+            repository=repository, state=PushState.PENDING
+        ).order_by("id"):
+            Decision.objects.filter(pk=decision.pk).update(attempts=decision.attempts + 1)
+            try:
+                push_one(copy, decision)
+            except GitError as exc:
+                if exc.transient:
+                    decision_note(decision=decision, detail=f"retrying: {exc.message}")
+                    raise
+                decision_finish(decision=decision, state=PushState.FAILED, detail=exc.message)
+            done += 1
+        if done:
+            head = copy.reset_to_remote()
+            snapshot = read_snapshot(copy, head)
+    if done:
+        index_store(repository=repository, snapshot=snapshot)
+    return done
+
+
+@transaction.atomic
+def decision_finish(
+    *, decision: Decision, state: str, commit_sha: str = "", detail: str = ""
+) -> Decision:
+    decision = Decision.objects.select_for_update().get(pk=decision.pk)
+    if decision.state != PushState.PENDING:
+        return decision
+    decision.state = state
+    decision.commit_sha = commit_sha
+    decision.state_detail = detail
+    decision.finished_at = timezone.now()
+    decision.save(update_fields=["state", "commit_sha", "state_detail", "finished_at"])
+    audit_record(
+        actor=Actor.system(),
+        action=f"review.push-{state}",
+        team=decision.team,
+        target=decision,
+        summary=f"Decision #{decision.pk} {state}" + (f": {detail}" if detail else ""),
+        data={"state": state, "commit": commit_sha, "detail": detail},
+    )
+    return decision
+
+
+@transaction.atomic
+def decision_note(*, decision: Decision, detail: str) -> None:
+    Decision.objects.filter(pk=decision.pk, state=PushState.PENDING).update(state_detail=detail)
+
+
+@transaction.atomic
+def decisions_fail_pending(*, repository_id: int, detail: str) -> int:
+    """After the last retry of a transient failure: fail what is still pending, visibly."""
+    count = 0
+    for decision in Decision.objects.filter(repository_id=repository_id, state=PushState.PENDING):
+        decision_finish(decision=decision, state=PushState.FAILED, detail=detail)
+        count += 1
+    return count

@@ -1,0 +1,358 @@
+"""Repositories: add one, sync it (fetch, reset, index every memory)."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from memoryadmin import crypto
+from memoryadmin.audit import Actor, audit_record
+from memoryadmin.models import Team
+from reviews import memoryrail
+from reviews.git import Credential, GitError, WorkingCopy
+from reviews.models import CredentialKind, Memory, Repository
+
+_SCP_LIKE = re.compile(r"^[A-Za-z0-9._\-]+@[A-Za-z0-9.\-]+:(?!//)[^\s]+$")
+_BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/\-]+(?<!\.lock)(?<![/.])$")
+
+
+def _is_loopback(host: str | None) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host or "").is_loopback
+    except ValueError:
+        return False
+
+
+def validate_remote_url(url: str, *, allow_local: bool) -> None:
+    """HTTPS or SSH remotes without embedded credentials; file:// and loopback http only locally."""
+    if not url or url != url.strip() or any(ch.isspace() or ord(ch) < 32 for ch in url):
+        raise ValidationError({"remote_url": "Enter a remote URL without spaces."})
+    if url.startswith("-") or "::" in url.split("/")[0]:
+        raise ValidationError({"remote_url": "This kind of remote is not allowed."})
+    if _SCP_LIKE.match(url):
+        return
+    parts = urlsplit(url)
+    if parts.password is not None or (parts.scheme in ("https", "http") and parts.username):
+        raise ValidationError(
+            {"remote_url": "Do not put credentials in the URL; use the credential field."}
+        )
+    if parts.scheme in ("https", "ssh") and parts.hostname:
+        return
+    if allow_local and parts.scheme == "file" and parts.path:
+        return
+    if allow_local and parts.scheme == "http" and _is_loopback(parts.hostname):
+        return
+    raise ValidationError({"remote_url": "Use an https://, ssh:// or user@host:path remote."})
+
+
+@transaction.atomic
+def repository_create(
+    *,
+    actor: Actor,
+    team: Team,
+    name: str,
+    remote_url: str,
+    branch: str = "main",
+    credential_kind: str = CredentialKind.NONE,
+    credential_username: str = "",
+    credential_secret: str = "",
+    ssh_known_hosts: str = "",
+    push_enabled: bool = True,
+    allow_local: bool | None = None,
+) -> Repository:
+    name = name.strip()
+    if not name:
+        raise ValidationError({"name": "Give the repository a name."})
+    if Repository.objects.filter(team=team, name=name).exists():
+        raise ValidationError({"name": f"A repository named '{name}' already exists."})
+    local = settings.REPOSITORY_ALLOW_LOCAL_REMOTES if allow_local is None else allow_local
+    validate_remote_url(remote_url, allow_local=local)
+    if not _BRANCH.match(branch):
+        raise ValidationError({"branch": "Enter a valid branch name."})
+    if credential_kind not in CredentialKind.values:
+        raise ValidationError({"credential_kind": "Unknown credential kind."})
+    if credential_kind != CredentialKind.NONE and not credential_secret:
+        raise ValidationError({"credential_secret": "Enter the token or the private key."})
+    if credential_kind == CredentialKind.SSH_KEY and not ssh_known_hosts.strip():
+        raise ValidationError(
+            {"ssh_known_hosts": "SSH needs the server's known_hosts lines (strict host checking)."}
+        )
+    repository = Repository.objects.create(
+        team=team,
+        name=name,
+        remote_url=remote_url,
+        branch=branch,
+        credential_kind=credential_kind,
+        credential_username=credential_username.strip(),
+        credential_encrypted=crypto.encrypt(credential_secret) if credential_secret else "",
+        ssh_known_hosts=ssh_known_hosts.strip() + "\n" if ssh_known_hosts.strip() else "",
+        push_enabled=push_enabled,
+    )
+    audit_record(
+        actor=actor,
+        action="repository.create",
+        team=team,
+        target=repository,
+        summary=f"Added repository {name}",
+        data={
+            "name": name,
+            "remote_url": remote_url,
+            "branch": branch,
+            "credential_kind": credential_kind,
+        },
+    )
+    repository_id = repository.pk
+    transaction.on_commit(lambda: _queue_sync(repository_id))
+    return repository
+
+
+def _queue_sync(repository_id: int) -> None:
+    from reviews.tasks import sync_repository
+
+    sync_repository.delay(repository_id)
+
+
+@transaction.atomic
+def repository_sync_request(*, actor: Actor, repository: Repository) -> None:
+    audit_record(
+        actor=actor,
+        action="repository.sync-request",
+        team=repository.team,
+        target=repository,
+        summary=f"Asked to sync repository {repository.name}",
+    )
+    repository_id = repository.pk
+    transaction.on_commit(lambda: _queue_sync(repository_id))
+
+
+def working_copy(repository: Repository) -> WorkingCopy:
+    secret = ""
+    if repository.credential_encrypted:
+        try:
+            secret = crypto.decrypt(repository.credential_encrypted)
+        except ValueError as exc:
+            raise GitError("the stored credential cannot be decrypted; enter it again") from exc
+    return WorkingCopy(
+        path=repository.working_dir,
+        remote_url=repository.remote_url,
+        branch=repository.branch,
+        credential=Credential(
+            kind=repository.credential_kind,
+            username=repository.credential_username,
+            secret=secret,
+            known_hosts=repository.ssh_known_hosts,
+        ),
+        lock_name=f"repo:{repository.pk}",
+    )
+
+
+@dataclass
+class Snapshot:
+    """Everything read from a working copy at one head, before it touches the database."""
+
+    head: str
+    config: memoryrail.Config | None
+    problems: list[dict[str, Any]] = field(default_factory=list)
+    ambiguous_refs: dict[str, list[str]] = field(default_factory=dict)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+def read_snapshot(copy: WorkingCopy, head: str) -> Snapshot:
+    """Read and check every memory of the working copy (call with the lock held)."""
+    project = memoryrail.read_project(copy.path)
+    snapshot = Snapshot(
+        head=head,
+        config=project.config,
+        problems=[p.as_dict() | {"level": p.level} for p in project.problems],
+    )
+    if project.config is None:
+        return snapshot
+    snapshot.ambiguous_refs = memoryrail.RefIndex(project.memories).ambiguous()
+    blobs = copy.blob_shas(memoryrail.MEMORIES_DIR)
+    added = copy.added_by(memoryrail.MEMORIES_DIR)
+    times: dict[str, datetime | None] = {}
+
+    def last_commit_time(link: str) -> datetime | None:
+        if link not in times:
+            times[link] = copy.last_commit_time(link)
+        return times[link]
+
+    stale_by_id: dict[str, list[dict[str, str]]] = {}
+    for stale in memoryrail.check_staleness(
+        project.memories, root=copy.path, last_commit_time=last_commit_time
+    ):
+        stale_by_id.setdefault(stale.id, []).append(stale.as_dict())
+    for memory in project.memories:
+        text = (copy.path / memory.path).read_text(encoding="utf-8")
+        findings = [
+            {"rule": f.rule, "line": f.line} for f in memoryrail.scan_text(text, path=memory.path)
+        ]
+        commit, author, email, date = added.get(memory.path, ("", "", "", ""))
+        stale = stale_by_id.get(memory.id, [])
+        snapshot.rows.append(
+            {
+                "memory_id": memory.id,
+                "ref": memory.ref,
+                "type": memory.type,
+                "title": memory.title[:1000],
+                "status": memory.status,
+                "path": memory.path,
+                "blob_sha": blobs.get(memory.path, ""),
+                "front_matter": _jsonable(memory.meta),
+                "body": memory.body,
+                "supersedes": memory.supersedes or "",
+                "superseded_by": memory.superseded_by or "",
+                "created": memory.created[:40],
+                "updated": memory.updated[:40],
+                "author_name": author[:200],
+                "author_email": email[:200],
+                "added_commit": commit,
+                "added_at": datetime.fromisoformat(date) if date else None,
+                "secret_findings": findings,
+                "stale": stale,
+                "has_secret": bool(findings),
+                "is_stale": bool(stale),
+            }
+        )
+    return snapshot
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float) and value != value:  # NaN is not JSON
+        return "NaN"
+    return value
+
+
+def repository_sync(*, repository_id: int, wait: float = 60.0) -> Repository:
+    """Fetch, reset to the remote branch, index. Raises LockBusy (retry); git errors are stored."""
+    repository = Repository.objects.get(pk=repository_id)
+    try:
+        copy = working_copy(repository)
+        with copy.locked(wait=wait):
+            head = copy.sync()
+            snapshot = read_snapshot(copy, head)
+    except GitError as exc:
+        repository_sync_failed(repository=repository, message=exc.message)
+        repository.refresh_from_db()
+        return repository
+    return index_store(repository=repository, snapshot=snapshot)
+
+
+@transaction.atomic
+def repository_sync_failed(*, repository: Repository, message: str) -> None:
+    repository = Repository.objects.select_for_update().get(pk=repository.pk)
+    first = repository.last_sync_ok is not False or repository.last_error != message
+    repository.last_sync_at = timezone.now()
+    repository.last_sync_ok = False
+    repository.last_error = message
+    repository.save(update_fields=["last_sync_at", "last_sync_ok", "last_error"])
+    if first:  # audit the change into failure, not every retry of the same failure
+        audit_record(
+            actor=Actor.system(),
+            action="repository.sync-failed",
+            team=repository.team,
+            target=repository,
+            summary=f"Sync of {repository.name} failed",
+            data={"error": message},
+        )
+
+
+_FIELDS = (
+    "ref",
+    "type",
+    "title",
+    "status",
+    "path",
+    "blob_sha",
+    "front_matter",
+    "body",
+    "supersedes",
+    "superseded_by",
+    "created",
+    "updated",
+    "author_name",
+    "author_email",
+    "added_commit",
+    "added_at",
+    "secret_findings",
+    "stale",
+    "has_secret",
+    "is_stale",
+)
+
+
+@transaction.atomic
+def index_store(*, repository: Repository, snapshot: Snapshot) -> Repository:
+    """Swap the repository's index to `snapshot` in one transaction."""
+    repository = Repository.objects.select_for_update().get(pk=repository.pk)
+    now = timezone.now()
+    previous_head = repository.head_commit
+    repository.last_sync_at = now
+    repository.head_commit = snapshot.head
+    repository.problems = snapshot.problems
+    repository.ambiguous_refs = snapshot.ambiguous_refs
+    if snapshot.config is None:
+        # No readable config: keep the last index and say why instead of emptying the queue.
+        problem = snapshot.problems[0] if snapshot.problems else {"code": "config-missing"}
+        repository.last_sync_ok = False
+        repository.last_error = f"{problem['code']}: {problem.get('message', '')}"
+        repository.save()
+        return repository
+    repository.last_sync_ok = True
+    repository.last_error = ""
+    repository.review_mode = snapshot.config.review
+    repository.save()
+    existing = {m.memory_id: m for m in Memory.objects.filter(repository=repository)}
+    seen = set()
+    to_create, to_update = [], []
+    for row in snapshot.rows:
+        seen.add(row["memory_id"])
+        current = existing.get(row["memory_id"])
+        if current is None:
+            to_create.append(
+                Memory(team_id=repository.team_id, repository=repository, indexed_at=now, **row)
+            )
+        elif current.blob_sha != row["blob_sha"] or any(
+            getattr(current, name) != row[name] for name in ("stale", "added_commit")
+        ):
+            for name in _FIELDS:
+                setattr(current, name, row[name])
+            current.indexed_at = now
+            to_update.append(current)
+    Memory.objects.bulk_create(to_create, batch_size=500)
+    if to_update:
+        Memory.objects.bulk_update(to_update, [*_FIELDS, "indexed_at"], batch_size=500)
+    gone = [pk for memory_id, m in existing.items() if memory_id not in seen for pk in [m.pk]]
+    if gone:
+        Memory.objects.filter(pk__in=gone).delete()
+    if previous_head != snapshot.head:
+        audit_record(
+            actor=Actor.system(),
+            action="repository.sync",
+            team=repository.team,
+            target=repository,
+            summary=f"Synced {repository.name} at {snapshot.head[:10]}",
+            data={
+                "head": snapshot.head,
+                "created": len(to_create),
+                "updated": len(to_update),
+                "removed": len(gone),
+                "problems": len(snapshot.problems),
+            },
+        )
+    return repository
