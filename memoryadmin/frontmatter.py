@@ -9,19 +9,25 @@ were written as, so each format validates them by its own rules.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.constructor import SafeConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
+from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, ScalarEvent
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from ruamel.yaml.reader import ReaderError
 
 CORE = "tag:yaml.org,2002:"
+# The non-specific "!" is refused too: it would make `! 12` a string, a rarely meant subtlety.
 ALLOWED_EXPLICIT_TAGS = frozenset(
     CORE + name for name in ("str", "int", "float", "bool", "null", "seq", "map")
-) | {"!"}
+)
+SCALAR_TAGS = frozenset(
+    CORE + name for name in ("str", "int", "float", "bool", "null", "timestamp", "merge", "value")
+)
 MAX_DEPTH = 32
 DEFAULT_MAX_BYTES = 256 * 1024
 
@@ -48,8 +54,33 @@ class Document:
     key_lines: dict[str, int]
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lines(text: str) -> list[str]:
+    """Split after YAML's line breaks only (LF, CRLF, CR), keeping them.
+
+    `str.splitlines` also splits on form feeds and Unicode separators, which would make a
+    '---' hidden after one look like a line of its own and shift every line number.
+    """
+    lines: list[str] = []
+    start = 0
+    for match in _LINE_BREAK.finditer(text):
+        lines.append(text[start : match.end()])
+        start = match.end()
+    if start < len(text):
+        lines.append(text[start:])
+    return lines
+
+
 def _decode(data: bytes | str) -> str:
     if isinstance(data, str):
+        try:
+            data.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate: no UTF-8 file can hold it
+            line = data[: exc.start].count("\n") + 1
+            raise FrontMatterError("not-utf8", "the text is not valid Unicode", line) from exc
         return data
     try:
         text = data.decode("utf-8")
@@ -59,15 +90,19 @@ def _decode(data: bytes | str) -> str:
     return text
 
 
+def _is_delimiter(line: str, *marks: str) -> bool:
+    return line.rstrip("\r\n").rstrip(" \t") in marks
+
+
 def split(text: str) -> tuple[str, str, int]:
     """Return (yaml text, body, body start line); the YAML starts on file line 2."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    lines = text.splitlines(keepends=True)
-    if not lines or lines[0].rstrip("\r\n") != "---":
+    lines = _lines(text)
+    if not lines or not _is_delimiter(lines[0], "---"):
         raise FrontMatterError("frontmatter-missing", "the file must start with a '---' line", 1)
     for index in range(1, len(lines)):
-        if lines[index].rstrip("\r\n").rstrip() in ("---", "..."):
+        if _is_delimiter(lines[index], "---", "..."):
             return "".join(lines[1:index]), "".join(lines[index + 1 :]), index + 2
     raise FrontMatterError(
         "frontmatter-unterminated", "the front matter has no closing '---' line", 1
@@ -75,6 +110,8 @@ def split(text: str) -> tuple[str, str, int]:
 
 
 def _check_events(yaml: YAML, source: str) -> None:
+    """Refuse aliases, anchors, foreign tags and deep nesting before anything is built."""
+    depth = 0
     for event in yaml.parse(source):
         line = event.start_mark.line + 2
         if isinstance(event, AliasEvent):
@@ -88,54 +125,107 @@ def _check_events(yaml: YAML, source: str) -> None:
                 raise FrontMatterError(
                     "yaml-tag", f"tag '{event.tag}' is not a plain YAML core type", line
                 )
+        if isinstance(event, CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise FrontMatterError("yaml-too-deep", f"nesting deeper than {MAX_DEPTH}", line)
+        elif isinstance(event, CollectionEndEvent):
+            depth -= 1
 
 
 class _Builder:
     def __init__(self, yaml: YAML) -> None:
         self._scalars: SafeConstructor = yaml.constructor
+        self._resolver = yaml.resolver
+        self.key_lines: dict[str, int] = {}
 
     def build(self, node: Node, depth: int = 0) -> Any:
         line = node.start_mark.line + 2
         if depth > MAX_DEPTH:
             raise FrontMatterError("yaml-too-deep", f"nesting deeper than {MAX_DEPTH}", line)
         if isinstance(node, ScalarNode):
+            if node.tag not in SCALAR_TAGS:
+                raise FrontMatterError("yaml-tag", f"tag '{node.tag}' does not fit a scalar", line)
             return self._scalar(node, line)
         if isinstance(node, SequenceNode):
+            if node.tag != CORE + "seq":
+                raise FrontMatterError("yaml-tag", f"tag '{node.tag}' does not fit a list", line)
             return [self.build(item, depth + 1) for item in node.value]
         if isinstance(node, MappingNode):
-            result: dict[Any, Any] = {}
-            for key_node, value_node in node.value:
-                key_line = key_node.start_mark.line + 2
-                if not isinstance(key_node, ScalarNode):
-                    raise FrontMatterError("yaml-complex-key", "keys must be scalars", key_line)
-                if key_node.tag == CORE + "merge":
-                    raise FrontMatterError("yaml-merge-key", "merge keys are not allowed", key_line)
-                key = self._scalar(key_node, key_line)
-                if key in result:
-                    raise FrontMatterError("yaml-duplicate-key", f"duplicate key '{key}'", key_line)
-                result[key] = self.build(value_node, depth + 1)
-            return result
+            if node.tag != CORE + "map":
+                raise FrontMatterError("yaml-tag", f"tag '{node.tag}' does not fit a mapping", line)
+            return self._mapping(node, depth)
         raise FrontMatterError("yaml-tag", "unsupported YAML node", line)  # pragma: no cover
 
+    def _mapping(self, node: MappingNode, depth: int) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key_line = key_node.start_mark.line + 2
+            if not isinstance(key_node, ScalarNode):
+                raise FrontMatterError("yaml-complex-key", "keys must be scalars", key_line)
+            if key_node.tag == CORE + "merge":
+                raise FrontMatterError("yaml-merge-key", "merge keys are not allowed", key_line)
+            key = self.build(key_node, depth + 1)
+            if not isinstance(key, str):
+                raise FrontMatterError(
+                    "yaml-key-not-string", f"key {key_node.value!r} must be a string", key_line
+                )
+            if key in result:
+                raise FrontMatterError("yaml-duplicate-key", f"duplicate key '{key}'", key_line)
+            if depth == 0:
+                self.key_lines[key] = key_line
+            result[key] = self.build(value_node, depth + 1)
+        return result
+
     def _scalar(self, node: ScalarNode, line: int) -> Any:
-        tag = node.tag
-        if tag in (CORE + "str", CORE + "timestamp"):
-            return node.value
-        if tag == CORE + "null":
-            return None
-        if tag == CORE + "bool":
-            return self._scalars.construct_yaml_bool(node)
-        if tag == CORE + "int":
-            return self._scalars.construct_yaml_int(node)
-        if tag == CORE + "float":
-            return self._scalars.construct_yaml_float(node)
-        if tag == CORE + "merge":
-            raise FrontMatterError("yaml-merge-key", "merge keys are not allowed", line)
-        raise FrontMatterError("yaml-tag", f"tag '{tag}' is not a plain YAML core type", line)
+        tag, value = node.tag, _join_surrogates(node.value, line)
+        if "\x00" in value:  # from a "\0" escape; PostgreSQL text and JSON columns refuse it
+            raise FrontMatterError("nul-byte", "a value contains a NUL character", line)
+        # Implicit timestamps, '<<' as a value and YAML 1.1's '=' stay the strings written.
+        if tag in (CORE + "str", CORE + "timestamp", CORE + "merge", CORE + "value"):
+            return value
+        # An explicit tag must fit the text: `!!int abc` or `!!null x` are refused, not coerced.
+        implicit = self._resolver.resolve(ScalarNode, value, (True, False))
+        fits = implicit == tag or (tag == CORE + "float" and implicit == CORE + "int")
+        if not fits:
+            name = tag.removeprefix(CORE)
+            raise FrontMatterError("yaml-tag", f"'{value}' is not a valid {name}", line)
+        try:
+            if tag == CORE + "null":
+                return None
+            if tag == CORE + "bool":
+                return self._scalars.construct_yaml_bool(node)
+            if tag == CORE + "int":
+                return self._scalars.construct_yaml_int(node)
+            return float(self._scalars.construct_yaml_float(node))
+        except ValueError as exc:  # e.g. an integer past Python's 4300-digit limit
+            raise FrontMatterError("yaml-syntax", f"cannot read number: {exc}", line) from exc
+
+
+def _join_surrogates(value: str, line: int) -> str:
+    """JSON writers escape astral characters as pairs ("\\ud83d\\ude00"); YAML keeps two halves."""
+    if not _SURROGATE.search(value):
+        return value
+    try:
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+    except UnicodeDecodeError as exc:
+        raise FrontMatterError(
+            "yaml-syntax", "a \\u escape is half a surrogate pair", line
+        ) from exc
+
+
+def _reader_error_line(exc: ReaderError, source: str) -> int | None:
+    position = getattr(exc, "position", None)
+    if isinstance(position, int) and 0 <= position <= len(source):
+        return len(_LINE_BREAK.findall(source[:position])) + 2
+    return None
 
 
 def parse_yaml_mapping(source: str) -> tuple[dict[str, Any], dict[str, int]]:
     """Parse strict YAML that must be a mapping; also return each top-level key's line."""
+    if "\x85" in source:  # ruamel reads a raw NEL as a line break (YAML 1.1), changing values
+        line = len(_LINE_BREAK.findall(source[: source.index("\x85")])) + 2
+        raise FrontMatterError("yaml-syntax", "write U+0085 (NEL) as the escape \\x85", line)
     yaml = YAML(typ="safe", pure=True)
     try:
         _check_events(yaml, source)
@@ -147,32 +237,30 @@ def parse_yaml_mapping(source: str) -> tuple[dict[str, Any], dict[str, int]]:
         line = mark.line + 2 if mark is not None else None
         problem = exc.problem or exc.context or "invalid YAML"
         raise FrontMatterError("yaml-syntax", problem, line) from exc
+    except ReaderError as exc:
+        raise FrontMatterError(
+            "yaml-syntax",
+            f"unacceptable character #x{exc.character:04x}",
+            _reader_error_line(exc, source),
+        ) from exc
     except YAMLError as exc:
-        raise FrontMatterError("yaml-syntax", str(exc).splitlines()[0], None) from exc
-    except RecursionError as exc:
+        message = (str(exc).splitlines() or ["invalid YAML"])[0]
+        raise FrontMatterError("yaml-syntax", message, None) from exc
+    except RecursionError as exc:  # pragma: no cover - the event check limits depth first
         raise FrontMatterError("yaml-too-deep", "the YAML nests too deeply", None) from exc
     if node is None or not isinstance(node, MappingNode):
         line = node.start_mark.line + 2 if node is not None else 2
         raise FrontMatterError(
             "frontmatter-not-mapping", "the front matter must be a mapping", line
         )
-    meta = _Builder(yaml).build(node)
-    key_lines = {
-        str(key.value): key.start_mark.line + 2
-        for key, _ in node.value
-        if isinstance(key, ScalarNode)
-    }
-    for key in meta:
-        if not isinstance(key, str):
-            raise FrontMatterError(
-                "yaml-key-not-string", f"key {key!r} must be a string", key_lines.get(str(key))
-            )
-    return meta, key_lines
+    builder = _Builder(yaml)
+    meta = builder.build(node)
+    return meta, builder.key_lines
 
 
 def parse(data: bytes | str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
     """Split and strictly parse a front matter document; raise FrontMatterError on any problem."""
-    size = len(data.encode("utf-8")) if isinstance(data, str) else len(data)
+    size = len(data.encode("utf-8", "surrogatepass")) if isinstance(data, str) else len(data)
     if size > max_bytes:
         raise FrontMatterError("too-large", f"the file is {size} bytes, over {max_bytes}")
     text = _decode(data)
