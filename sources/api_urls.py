@@ -1,1 +1,11 @@
-urlpatterns: list = []
+from __future__ import annotations
+
+from django.urls import path
+
+from sources import api
+
+urlpatterns = [
+    path("sources/", api.SourceListView.as_view(), name="api-source-list"),
+    path("sources/<int:pk>/", api.SourceDetailView.as_view(), name="api-source-detail"),
+    path("context/", api.ContextView.as_view(), name="api-context"),
+]

@@ -1,12 +1,143 @@
+"""HTML pages for sources: list, add (then preview), approve, disable, refresh, source page."""
+
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from datetime import timedelta
 
-from memoryadmin.permissions import Action
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from memoryadmin.audit import Actor
+from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import team_view
+from sources import selectors, services
+from sources.fetchers import Credential
+from sources.forms import SourceAddForm
+from sources.models import Health, RefreshRun, SourceState
+
+PAGE_SIZE = 50
 
 
 @team_view(Action.VIEW)
 def source_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "sources/source_list.html", {})
+    sources = selectors.team_sources(request.team)
+    return render(
+        request,
+        "sources/source_list.html",
+        {"sources": sources, "can_manage": user_can(request.user, request.team, Action.MANAGE)},
+    )
+
+
+@team_view(Action.MANAGE)
+def source_add(request: HttpRequest) -> HttpResponse:
+    form = SourceAddForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        credential = Credential(
+            kind=data["credential_kind"],
+            token=data["token"],
+            username=data["username"],
+            password=data["password"],
+        )
+        try:
+            source = services.source_add(
+                actor=Actor.from_request(request),
+                team=request.team,
+                location=data["location"],
+                credential=credential,
+                refresh_interval=timedelta(minutes=data["refresh_minutes"]),
+            )
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                form.add_error(field if field in form.fields else None, errors)
+        else:
+            messages.success(
+                request, "Source added. Check the preview below, then approve it to use it."
+            )
+            return redirect("source-detail", team_slug=request.team.slug, source_id=source.pk)
+    response = render(request, "sources/source_add.html", {"form": form})
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@team_view(Action.VIEW)
+def source_detail(request: HttpRequest, source_id: int) -> HttpResponse:
+    source = selectors.team_source(request.team, source_id)
+    now = timezone.now()
+    denied = source.health == Health.DENIED
+    snapshot = source.current_snapshot
+    active_page = inactive = rejections = problems = None
+    if snapshot is not None and not denied:
+        active_page = Paginator(selectors.active_records(source, now), PAGE_SIZE).get_page(
+            request.GET.get("page")
+        )
+        inactive = [
+            (record, record.reason_now(now))
+            for record in selectors.inactive_records(source, now)[:200]
+        ]
+    if snapshot is not None:
+        rejections = list(snapshot.rejections.all()[:500])
+        problems = list(snapshot.problems.all())
+    runs = list(source.runs.all()[:20])
+    return render(
+        request,
+        "sources/source_detail.html",
+        {
+            "source": source,
+            "snapshot": snapshot,
+            "denied": denied,
+            "page": active_page,
+            "inactive": inactive,
+            "rejections": rejections,
+            "problems": problems,
+            "runs": runs,
+            "run": runs[0] if runs else None,
+            "can_manage": user_can(request.user, request.team, Action.MANAGE),
+            "now": now,
+        },
+    )
+
+
+@require_POST
+@team_view(Action.MANAGE)
+def source_approve(request: HttpRequest, source_id: int) -> HttpResponse:
+    source = selectors.team_source(request.team, source_id)
+    services.source_approve(actor=Actor.from_request(request), source=source)
+    messages.success(request, f"Approved {source.label}; a refresh has been queued.")
+    return redirect("source-detail", team_slug=request.team.slug, source_id=source.pk)
+
+
+@require_POST
+@team_view(Action.MANAGE)
+def source_disable(request: HttpRequest, source_id: int) -> HttpResponse:
+    source = selectors.team_source(request.team, source_id)
+    services.source_disable(actor=Actor.from_request(request), source=source)
+    messages.success(request, f"Disabled {source.label}; its records are no longer served.")
+    return redirect("source-detail", team_slug=request.team.slug, source_id=source.pk)
+
+
+@require_POST
+@team_view(Action.MANAGE)
+def source_refresh(request: HttpRequest, source_id: int) -> HttpResponse:
+    source = selectors.team_source(request.team, source_id)
+    if source.state == SourceState.DISABLED:
+        messages.error(request, "A disabled source is not refreshed; approve it first.")
+    else:
+        services.source_refresh_request(actor=Actor.from_request(request), source=source)
+        messages.success(request, "Refresh queued.")
+    return redirect("source-detail", team_slug=request.team.slug, source_id=source.pk)
+
+
+@team_view(Action.VIEW)
+def run_status(request: HttpRequest, source_id: int, run_id: int) -> HttpResponse:
+    source = selectors.team_source(request.team, source_id)
+    run = get_object_or_404(RefreshRun, pk=run_id, source=source)
+    response = render(request, "sources/_run_status.html", {"source": source, "run": run})
+    if run.is_finished and getattr(request, "htmx", False):
+        response["HX-Refresh"] = "true"  # the page below the banner is now out of date
+    return response

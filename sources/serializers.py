@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from sources.models import Problem, Record, Rejection, Source
+
+
+class SourceSerializer(serializers.ModelSerializer):
+    name = serializers.CharField(source="display_name")
+    counts = serializers.SerializerMethodField()
+    retrieved_at = serializers.DateTimeField(source="current_snapshot.retrieved_at", default=None)
+
+    class Meta:
+        model = Source
+        fields = [
+            "id",
+            "kind",
+            "identity",
+            "name",
+            "state",
+            "health",
+            "approved_at",
+            "last_attempt_at",
+            "last_success_at",
+            "stale_since",
+            "denied_since",
+            "last_error_code",
+            "last_error",
+            "retrieved_at",
+            "counts",
+        ]
+
+    def get_counts(self, source: Source) -> dict[str, int]:
+        snapshot = source.current_snapshot
+        if snapshot is None:
+            return {"entries": 0, "records": 0, "active": 0, "rejected": 0, "problems": 0}
+        return {
+            "entries": snapshot.manifest_entries,
+            "records": snapshot.record_count,
+            "active": snapshot.active_count,
+            "rejected": snapshot.rejected_count,
+            "problems": snapshot.problem_count,
+        }
+
+
+class RejectionSerializer(serializers.ModelSerializer):
+    id = serializers.CharField(source="record_id")
+
+    class Meta:
+        model = Rejection
+        fields = ["id", "path", "code", "message", "line"]
+
+
+class ProblemSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Problem
+        fields = ["code", "ids", "message"]
+
+
+class SourceDetailSerializer(SourceSerializer):
+    rejections = serializers.SerializerMethodField()
+    problems = serializers.SerializerMethodField()
+
+    class Meta(SourceSerializer.Meta):
+        fields = [*SourceSerializer.Meta.fields, "rejections", "problems"]
+
+    def get_rejections(self, source: Source) -> list[dict[str, Any]]:
+        if source.current_snapshot is None:
+            return []
+        return RejectionSerializer(source.current_snapshot.rejections.all(), many=True).data
+
+    def get_problems(self, source: Source) -> list[dict[str, Any]]:
+        if source.current_snapshot is None:
+            return []
+        return ProblemSerializer(source.current_snapshot.problems.all(), many=True).data
+
+
+class ContextRecordSerializer(serializers.ModelSerializer):
+    source = serializers.CharField(source="source.identity")
+    source_name = serializers.CharField(source="source.display_name")
+    id = serializers.CharField(source="record_id")
+    stale = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Record
+        fields = [
+            "source",
+            "source_name",
+            "id",
+            "retrieved_at",
+            "stale",
+            "kind",
+            "scope",
+            "title",
+            "body",
+            "tags",
+            "provenance",
+            "created",
+            "updated",
+            "expires",
+            "supersedes",
+        ]
+
+    def get_stale(self, record: Record) -> bool:
+        return record.source.health == "stale"
