@@ -33,7 +33,9 @@ def _no_store(response: HttpResponse) -> HttpResponse:
 
 
 def _endpoint(request: HttpRequest, endpoint_id: int) -> WebhookEndpoint:
-    return get_object_or_404(WebhookEndpoint, pk=endpoint_id, team=request.team)
+    return get_object_or_404(
+        WebhookEndpoint.objects.select_related("created_by"), pk=endpoint_id, team=request.team
+    )
 
 
 @team_view(Action.MANAGE)

@@ -73,7 +73,7 @@ class Receiver:
             self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         self.port = self.server.server_address[1]
         self.scheme = "https" if tls is not None else "http"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
         self.thread.start()
 
     def url(self, path: str = "/hook", host: str = "127.0.0.1") -> str:

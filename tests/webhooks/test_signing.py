@@ -68,8 +68,11 @@ def test_it_accepts_https_and_plain_http_only_to_loopback_when_allowed():
 
 @pytest.mark.parametrize(
     "host",
-    ["127.0.0.1", "localhost", "10.1.2.3", "192.168.0.1", "169.254.169.254", "::1", "0.0.0.0"]
-    + ["::ffff:127.0.0.1", "100.64.0.1", "fc00::1", "fe80::1", "240.0.0.1", "224.0.0.1"],
+    [
+        *("127.0.0.1", "localhost", "10.1.2.3", "192.168.0.1", "169.254.169.254", "::1"),
+        *("0.0.0.0", "::ffff:127.0.0.1", "100.64.0.1", "fc00::1", "fe80::1", "240.0.0.1"),
+        "224.0.0.1",
+    ],
 )
 def test_it_refuses_non_public_addresses_after_resolution(host):
     with pytest.raises(netguard.UrlRefused) as info:
