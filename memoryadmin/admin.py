@@ -5,7 +5,9 @@ import json
 from collections.abc import Iterator
 
 from django.contrib import admin
-from django.http import HttpRequest, StreamingHttpResponse
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
 from django.urls import path
 
 from memoryadmin.models import ApiToken, AuditEvent, Membership, Team
@@ -96,9 +98,15 @@ class AuditEventAdmin(admin.ModelAdmin):
             *super().get_urls(),
         ]
 
-    def export_csv(self, request: HttpRequest) -> StreamingHttpResponse:
+    def export_csv(self, request: HttpRequest) -> HttpResponse:
         """The list exactly as filtered and searched on the page, streamed as CSV."""
-        changelist = self.get_changelist_instance(request)
+        # admin_view only checks is_staff; the export shows what the list shows, so ask the same.
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        try:
+            changelist = self.get_changelist_instance(request)
+        except IncorrectLookupParameters:
+            return HttpResponseBadRequest("Unknown or invalid filter.", content_type="text/plain")
         rows = changelist.get_queryset(request).select_related("team").iterator(chunk_size=2000)
         writer = csv.writer(_Echo())
         header = [
