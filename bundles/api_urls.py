@@ -1,1 +1,18 @@
-urlpatterns: list = []
+"""The §4 paths exactly as the spec writes them; no trailing slash (a redirect drops a POST)."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from bundles import api
+
+urlpatterns = [
+    path("v1/brain/export", api.ExportView.as_view(), name="bundle-export"),
+    path("v1/brain/export/stream", api.ExportStreamView.as_view(), name="bundle-export-stream"),
+    path("v1/brain/import", api.ImportView.as_view(), name="bundle-import"),
+    path("v1/brain/import/file", api.ImportFileView.as_view(), name="bundle-import-file"),
+    path(
+        "v1/brain/import/jobs/<int:job_id>", api.ImportJobView.as_view(), name="bundle-import-job"
+    ),
+    path("v1/spec", api.SpecView.as_view(), name="bundle-spec"),
+]

@@ -1,1 +1,214 @@
+"""A team's brain (MemoryAI Protocol v1): chunks, edges, entities, sessions, moods, agents."""
+
 from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from bundles import protocol
+from memoryadmin.models import ApiToken, Team
+
+
+class BrainSettings(models.Model):
+    """The team's embedding model; empty until set or adopted from the first bundle with one."""
+
+    team = models.OneToOneField(Team, on_delete=models.CASCADE, related_name="brain_settings")
+    embedding_model = models.CharField(max_length=protocol.MAX_MODEL_CHARS, blank=True)
+    embedding_dim = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "brain settings"
+
+    def __str__(self) -> str:
+        return f"{self.team}: {self.embedding_model or '(no model)'}/{self.embedding_dim}"
+
+    @property
+    def is_set(self) -> bool:
+        return bool(self.embedding_model) and self.embedding_dim > 0
+
+
+class Origin(models.TextChoices):
+    IMPORT = "import", "Imported bundle"
+    MANUAL = "manual", "Entered by hand"
+    SOURCE = "source", "Source record"
+    REPOSITORY = "repository", "Repository memory"
+
+
+class ChunkQuerySet(models.QuerySet):
+    def live(self) -> ChunkQuerySet:
+        return self.filter(is_deleted=False)
+
+    def dna(self) -> ChunkQuerySet:
+        return self.filter(is_dna=True)
+
+
+class Chunk(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="chunks")
+    content = models.TextField()
+    content_hash = models.CharField(max_length=64)
+    memory_type = models.CharField(max_length=64)
+    embedding = models.BinaryField(null=True, blank=True)  # little-endian float32
+    embedding_model = models.CharField(max_length=protocol.MAX_MODEL_CHARS, blank=True)
+    embedding_dim = models.PositiveIntegerField(default=0)
+    tags = models.JSONField(default=list, blank=True)
+    zone = models.CharField(max_length=16, default="standard")
+    importance = models.FloatField(default=0.5)
+    is_pinned = models.BooleanField(default=False)
+    decay_score = models.FloatField(default=1.0)  # retention strength: 1 fresh, towards 0 decayed
+    tier = models.CharField(max_length=8, default="hot")
+    created_at = models.DateTimeField(default=timezone.now)
+    accessed_at = models.DateTimeField(null=True, blank=True)
+    valid_until = models.DateTimeField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    origin = models.CharField(max_length=32, choices=Origin.choices, default=Origin.IMPORT)
+    # DNA is sticky: once a chunk is DNA no automatic path may decay, expire or delete it.
+    is_dna = models.BooleanField(default=False)
+    is_deleted = models.BooleanField(default=False)  # a user's soft delete; never exported
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    suspicious = models.BooleanField(default=False)  # looked like prompt injection on import
+    updated_at = models.DateTimeField(default=timezone.now)  # local change time (scope=since)
+
+    objects = ChunkQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "content_hash"], name="chunk_team_hash_unique")
+        ]
+        indexes = [
+            models.Index(fields=["team", "memory_type"], name="chunk_team_type"),
+            models.Index(fields=["team", "updated_at"], name="chunk_team_updated"),
+            models.Index(fields=["team", "is_dna"], name="chunk_team_dna"),
+        ]
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.memory_type}: {self.content[:60]}"
+
+
+class MemoryEdge(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memory_edges")
+    source = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="edges_out")
+    target = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="edges_in")
+    edge_type = models.CharField(max_length=protocol.MAX_EDGE_TYPE_CHARS)
+    weight = models.FloatField(default=0.0)
+    co_activation_count = models.BigIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "source", "target", "edge_type"], name="edge_team_pair_type_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source_id} -{self.edge_type}-> {self.target_id}"
+
+
+class Entity(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="entities")
+    name = models.CharField(max_length=protocol.MAX_NAME_CHARS)
+    frequency = models.BigIntegerField(default=0)
+    first_seen = models.DateTimeField(null=True, blank=True)
+    last_seen = models.DateTimeField(null=True, blank=True)
+    is_dna = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "entities"
+        constraints = [
+            models.UniqueConstraint(fields=["team", "name"], name="entity_team_name_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class KeyedRecordModel(models.Model):
+    """Opaque, validated JSON stored by a documented natural key (see protocol.validate_keyed)."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=protocol.MAX_KEY_CHARS + 16)
+    data = models.JSONField(default=dict)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class L2Session(KeyedRecordModel):
+    """Inserted once per content hash; never updated."""
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "key"], name="l2session_team_key_unique")
+        ]
+
+
+class MoodState(KeyedRecordModel):
+    """Upserted by `key`, else `name`, else record hash."""
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "key"], name="moodstate_team_key_unique")
+        ]
+
+
+class Agent(KeyedRecordModel):
+    """Upserted by `name`, else `id`."""
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "key"], name="agent_team_key_unique")
+        ]
+
+
+class JobState(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+
+
+class ImportJob(models.Model):
+    """A large bundle imported in the background; the upload waits in a scratch file."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="import_jobs")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    token = models.ForeignKey(
+        ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_label = models.CharField(max_length=200, blank=True)
+    state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.QUEUED)
+    filename = models.CharField(max_length=255, blank=True)
+    scratch_path = models.CharField(max_length=1000, blank=True)
+    size_bytes = models.BigIntegerField(default=0)
+    keep_embeddings = models.BooleanField(default=True)
+    accept_foreign_embeddings = models.BooleanField(default=False)
+    records_total = models.BigIntegerField(default=0)
+    records_done = models.BigIntegerField(default=0)
+    report = models.JSONField(null=True, blank=True)
+    error_code = models.CharField(max_length=64, blank=True)
+    error_message = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["team", "-created_at"], name="importjob_team_created")]
+
+    def __str__(self) -> str:
+        return f"import #{self.pk} ({self.state})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.state in (JobState.SUCCEEDED, JobState.FAILED)

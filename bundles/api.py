@@ -1,0 +1,268 @@
+"""HTTP profile (§4): /v1/brain/export, /export/stream, /import, /import/file, /v1/spec."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from django.conf import settings
+from django.http import HttpResponse, StreamingHttpResponse
+from django.urls import reverse
+from rest_framework import permissions
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from bundles import protocol
+from bundles.models import ImportJob
+from bundles.services import (
+    ExportRequest,
+    ImportOptions,
+    bundle_export,
+    bundle_export_stream,
+    bundle_import,
+    import_failure_record,
+    import_job_create,
+)
+from bundles.services.imports import job_progress
+from bundles.spec import server_spec
+from bundles.uploads import BundleUploadHandler, Spooled, TooLargeError, spool_body
+from memoryadmin.api import HasScope, request_team
+from memoryadmin.api_errors import ApiError
+from memoryadmin.audit import Actor
+from memoryadmin.models import Scope, Team
+
+
+def _media_type(request: Request) -> str:
+    return (request.content_type or "").split(";")[0].strip().lower()
+
+
+def _flag(request: Request, name: str, default: bool) -> bool:
+    value = request.query_params.get(name)
+    if value is None:
+        return default
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ApiError(400, "bad-request", f"{name} must be 'true' or 'false'", {"param": name})
+
+
+def import_options(request: Request) -> ImportOptions:
+    return ImportOptions(
+        keep_embeddings=_flag(request, "keep_embeddings", True),
+        accept_foreign_embeddings=_flag(request, "accept_foreign_embeddings", False),
+    )
+
+
+def check_content_length(request: Request) -> None:
+    raw = request.META.get("CONTENT_LENGTH") or "0"
+    try:
+        length = int(raw)
+    except ValueError as exc:
+        raise ApiError(400, "bad-request", "Content-Length is not a number") from exc
+    # Multipart framing adds a little; allow 64 KiB of it over the bundle limit.
+    if length > settings.BUNDLE_MAX_BYTES + 65_536:
+        raise ApiError(413, "too-large", _too_large_message(), {"content_length": length})
+
+
+def _too_large_message() -> str:
+    return f"Bundles may be at most {settings.BUNDLE_MAX_BYTES} bytes."
+
+
+def _bundle_error(exc: protocol.BundleError) -> ApiError:
+    return ApiError(422, exc.code, exc.message, {"path": exc.path} if exc.path else None)
+
+
+def run_import(
+    *, team: Team, actor: Actor, spooled: Spooled, options: ImportOptions, filename: str = ""
+) -> tuple[int, dict[str, Any]]:
+    """Small bodies import now (200 + ImportReport); large ones become a job (202)."""
+    if spooled.path is not None and spooled.size > settings.BUNDLE_SYNC_IMPORT_MAX_BYTES:
+        job = import_job_create(
+            team=team,
+            actor=actor,
+            scratch_path=spooled.path,
+            size_bytes=spooled.size,
+            filename=filename,
+            options=options,
+        )
+        return 202, {"job": job_payload(job)}
+    data = spooled.data
+    if data is None:
+        assert spooled.path is not None
+        data = spooled.path.read_bytes()
+        spooled.discard()
+    try:
+        bundle = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise ApiError(400, "malformed-json", f"The body is not valid JSON: {exc}") from exc
+    try:
+        return 200, bundle_import(
+            team=team, actor=actor, bundle=bundle, options=options, size=spooled.size
+        )
+    except protocol.BundleError as exc:
+        import_failure_record(team=team, actor=actor, code=exc.code, message=str(exc))
+        raise _bundle_error(exc) from exc
+
+
+def job_payload(job: ImportJob) -> dict[str, Any]:
+    done, total = job_progress(job)
+    return {
+        "id": job.pk,
+        "url": reverse("bundle-import-job", kwargs={"job_id": job.pk}),
+        "state": job.state,
+        "filename": job.filename,
+        "size_bytes": job.size_bytes,
+        "progress": {"records_done": done, "records_total": total},
+        "report": job.report,
+        "error": {"code": job.error_code, "message": job.error_message} if job.error_code else None,
+        "created_at": protocol.format_timestamp(job.created_at),
+        "started_at": protocol.format_timestamp(job.started_at),
+        "finished_at": protocol.format_timestamp(job.finished_at),
+    }
+
+
+def _export_request(request: Request) -> ExportRequest:
+    try:
+        body = request.data
+    except ParseError as exc:
+        raise ApiError(400, "malformed-json", "The body is not valid JSON.") from exc
+    if not body:
+        body = {}
+    if not isinstance(body, dict):
+        raise ApiError(400, "bad-request", "The body must be a JSON object {scope, since?}.")
+    try:
+        since = protocol.parse_timestamp(body.get("since"), "since", "since")
+        return ExportRequest(scope=body.get("scope") or "full", since=since)
+    except protocol.BundleError as exc:
+        raise ApiError(400, exc.code, exc.message, {"path": exc.path}) from exc
+
+
+class _BrainView(APIView):
+    permission_classes = [HasScope]
+
+
+class ExportView(_BrainView):
+    required_scopes = {"POST": Scope.BUNDLES_EXPORT}
+    parser_classes = [JSONParser]
+
+    def post(self, request: Request) -> HttpResponse:
+        bundle = bundle_export(
+            team=request_team(request),
+            actor=Actor.from_request(request),
+            request=_export_request(request),
+        )
+        return HttpResponse(orjson.dumps(bundle), content_type="application/json")
+
+
+class ExportStreamView(_BrainView):
+    required_scopes = {"POST": Scope.BUNDLES_EXPORT}
+    parser_classes = [JSONParser]
+
+    def post(self, request: Request) -> StreamingHttpResponse:
+        lines = bundle_export_stream(
+            team=request_team(request),
+            actor=Actor.from_request(request),
+            request=_export_request(request),
+        )
+        response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
+        response["Cache-Control"] = "no-store"
+        return response
+
+
+class ImportView(_BrainView):
+    required_scopes = {"POST": Scope.BUNDLES_IMPORT}
+    parser_classes: list = []  # the body is read as a bounded stream, never whole by DRF
+
+    def post(self, request: Request) -> Response:
+        if _media_type(request) != "application/json":
+            raise ApiError(415, "unsupported-media-type", "Send the bundle as application/json.")
+        options = import_options(request)
+        check_content_length(request)
+        team, actor = request_team(request), Actor.from_request(request)
+        try:
+            spooled = spool_body(
+                request._request,
+                max_bytes=settings.BUNDLE_MAX_BYTES,
+                memory_bytes=settings.BUNDLE_SYNC_IMPORT_MAX_BYTES,
+            )
+        except TooLargeError as exc:
+            raise ApiError(413, "too-large", _too_large_message()) from exc
+        status, body = run_import(team=team, actor=actor, spooled=spooled, options=options)
+        return _import_response(status, body)
+
+
+class ImportFileView(_BrainView):
+    required_scopes = {"POST": Scope.BUNDLES_IMPORT}
+    parser_classes = [MultiPartParser]
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        self.upload_handler = BundleUploadHandler(
+            request._request, max_bytes=settings.BUNDLE_MAX_BYTES
+        )
+        request._request.upload_handlers = [self.upload_handler]
+        super().initial(request, *args, **kwargs)
+
+    def post(self, request: Request) -> Response:
+        if _media_type(request) != "multipart/form-data":
+            raise ApiError(
+                415,
+                "unsupported-media-type",
+                "Upload the bundle as multipart/form-data in the field 'file'.",
+            )
+        options = import_options(request)
+        check_content_length(request)
+        team, actor = request_team(request), Actor.from_request(request)
+        try:
+            upload = request.FILES.get("file")
+        except ParseError as exc:
+            raise ApiError(400, "bad-request", f"The multipart body is malformed: {exc}") from exc
+        if self.upload_handler.too_large:
+            raise ApiError(413, "too-large", _too_large_message())
+        if upload is None or not hasattr(upload, "scratch_path"):
+            raise ApiError(400, "file-missing", "Attach the bundle in the form field 'file'.")
+        upload.close()
+        spooled = Spooled(size=upload.size or 0, path=upload.scratch_path)
+        try:
+            status, body = run_import(
+                team=team,
+                actor=actor,
+                spooled=spooled,
+                options=options,
+                filename=upload.name or "",
+            )
+        except BaseException:
+            spooled.discard()
+            raise
+        if status != 202:
+            spooled.discard()
+        return _import_response(status, body)
+
+
+def _import_response(status: int, body: dict[str, Any]) -> Response:
+    headers = {"Location": body["job"]["url"]} if status == 202 else None
+    return Response(body, status=status, headers=headers)
+
+
+class ImportJobView(_BrainView):
+    required_scopes = {"GET": Scope.BUNDLES_IMPORT}
+
+    def get(self, request: Request, job_id: int) -> Response:
+        job = ImportJob.objects.filter(pk=job_id, team=request_team(request)).first()
+        if job is None:
+            raise ApiError(404, "not-found", "No such import job for this team.")
+        return Response(job_payload(job))
+
+
+class SpecView(APIView):
+    authentication_classes: list = []
+    permission_classes = [permissions.AllowAny]
+
+    def get(self, request: Request) -> Response:
+        return Response(
+            server_spec(
+                max_bytes=settings.BUNDLE_MAX_BYTES,
+                sync_max_bytes=settings.BUNDLE_SYNC_IMPORT_MAX_BYTES,
+            )
+        )

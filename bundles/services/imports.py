@@ -1,0 +1,751 @@
+"""Import a bundle (§3.8): validate record by record, insert in batches, one transaction."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+import ijson
+from django.core.cache import cache
+from django.db import connection, transaction
+from django.utils import timezone
+
+from bundles import protocol
+from bundles.models import (
+    Agent,
+    BrainSettings,
+    Chunk,
+    Entity,
+    ImportJob,
+    JobState,
+    L2Session,
+    MemoryEdge,
+    MoodState,
+    Origin,
+)
+from bundles.protocol import SECTIONS, BundleError, ChunkRecord, EdgeRecord, EntityRecord
+from memoryadmin.audit import Actor, audit_record
+from memoryadmin.models import Team
+
+logger = logging.getLogger(__name__)
+
+BATCH = 1000
+MAX_WARNINGS = 100
+PROGRESS_EVERY = 2000
+
+SectionReader = Callable[[str], Iterator[Any]]
+Progress = Callable[[int, int], None]  # (records done, records declared)
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    keep_embeddings: bool = True
+    accept_foreign_embeddings: bool = False
+
+
+@dataclass
+class _Report:
+    bundle_format: str
+    bundle_version: int
+    embedding_model_match: bool = False
+    counts: dict[str, dict[str, int]] = field(
+        default_factory=lambda: {
+            "chunks": {"inserted": 0, "skipped_duplicate": 0, "skipped_invalid": 0},
+            "memory_edges": {"upserted": 0, "skipped": 0},
+            "entities": {"upserted": 0},
+            "l2_sessions": {"inserted": 0},
+            "mood_states": {"upserted": 0},
+            "agents": {"upserted": 0},
+        }
+    )
+    warnings: list[str] = field(default_factory=list)
+    omitted: int = 0
+
+    def warn(self, message: str) -> None:
+        if len(self.warnings) < MAX_WARNINGS:
+            self.warnings.append(message)
+        else:
+            self.omitted += 1
+
+    def as_dict(self) -> dict[str, Any]:
+        warnings = list(self.warnings)
+        if self.omitted:
+            warnings.append(f"{self.omitted} more warnings were left out of this report")
+        return {
+            "success": True,
+            "report": {
+                "bundle_format": self.bundle_format,
+                "bundle_version": self.bundle_version,
+                "embedding_model_match": self.embedding_model_match,
+                **{name: dict(values) for name, values in self.counts.items()},
+                "warnings": warnings,
+            },
+        }
+
+
+class _Importer:
+    """One import run inside one transaction. Keeps only the producer-id → local-id map."""
+
+    def __init__(
+        self,
+        *,
+        team: Team,
+        envelope: protocol.Envelope,
+        options: ImportOptions,
+        progress: Progress | None,
+    ) -> None:
+        self.team = team
+        self.envelope = envelope
+        self.manifest = envelope.manifest
+        self.options = options
+        self.progress = progress
+        self.report = _Report(envelope.format, envelope.version)
+        self.settings, _ = BrainSettings.objects.select_for_update().get_or_create(team=team)
+        self.chunk_ids: dict[int, int] = {}
+        self.now = timezone.now()
+        self.done = 0
+        self.total = sum(self.manifest.counts.get(name, 0) for name in SECTIONS)
+        if progress is not None:
+            progress(0, self.total)
+        self.embeddings = {"kept": 0, "foreign_kept": 0, "dropped_option": 0, "dropped_model": 0}
+        self.adopted = False
+
+    # -- driving -----------------------------------------------------------------------------
+
+    def run(self, read_section: SectionReader, head: dict[str, Any]) -> dict[str, Any]:
+        checksum = protocol.StreamingChecksum(head, self.envelope.sections)
+        for section in SECTIONS:
+            if self.envelope.sections.get(section) != "array":
+                continue
+            handler = getattr(self, f"_section_{section}")
+            handler(self._feed(section, read_section(section), checksum))
+        self._finish_checksum(checksum)
+        self._finish_embeddings()
+        return self.report.as_dict()
+
+    def _feed(
+        self, section: str, records: Iterator[Any], checksum: protocol.StreamingChecksum
+    ) -> Iterator[tuple[int, Any]]:
+        for index, raw in enumerate(records):
+            try:
+                checksum.feed(section, raw)
+            except BundleError as exc:
+                raise BundleError(exc.code, exc.message, f"{section}[{index}]") from exc
+            self.done += 1
+            if self.progress is not None and self.done % PROGRESS_EVERY == 0:
+                self.progress(self.done, self.total)
+            yield index, raw
+
+    def _validate(self, section: str, index: int, raw: Any) -> Any | None:
+        try:
+            return protocol.validate_record(
+                section,
+                raw,
+                embedding_dim=self.manifest.embedding_dim,
+                path=f"{section}[{index}]",
+            )
+        except BundleError as exc:
+            self.report.warn(f"skipped invalid record {exc}")
+            return None
+
+    # -- chunks ------------------------------------------------------------------------------
+
+    def _section_chunks(self, records: Iterator[tuple[int, Any]]) -> None:
+        batch: list[tuple[int, ChunkRecord]] = []
+        for index, raw in records:
+            record = self._validate("chunks", index, raw)
+            if record is None:
+                self.report.counts["chunks"]["skipped_invalid"] += 1
+                continue
+            batch.append((index, record))
+            if len(batch) >= BATCH:
+                self._flush_chunks(batch)
+                batch = []
+        if batch:
+            self._flush_chunks(batch)
+
+    def _embedding_for(self, record: ChunkRecord) -> tuple[bytes | None, str, int]:
+        if record.embedding is None:
+            return None, "", 0
+        model = record.embedding_model or self.manifest.embedding_model
+        dim = self.manifest.embedding_dim
+        if not self.options.keep_embeddings:
+            self.embeddings["dropped_option"] += 1
+            return None, "", 0
+        if not self.settings.is_set and model:
+            self.settings.embedding_model, self.settings.embedding_dim = model, dim
+            self.settings.updated_at = self.now
+            self.settings.save(update_fields=["embedding_model", "embedding_dim", "updated_at"])
+            self.adopted = True
+        if (model, dim) == (self.settings.embedding_model, self.settings.embedding_dim):
+            self.embeddings["kept"] += 1
+            return record.embedding, model, dim
+        if self.options.accept_foreign_embeddings:
+            self.embeddings["foreign_kept"] += 1
+            return record.embedding, model, dim
+        self.embeddings["dropped_model"] += 1
+        return None, "", 0
+
+    def _flush_chunks(self, batch: list[tuple[int, ChunkRecord]]) -> None:
+        counts = self.report.counts["chunks"]
+        by_hash: dict[str, ChunkRecord] = {}
+        for index, record in batch:
+            if record.declared_hash is not None:
+                self.report.warn(
+                    f"chunks[{index}] (id {record.id}): content_hash {record.declared_hash[:16]}… "
+                    f"does not match its content; used the true hash {record.content_hash[:16]}…"
+                )
+            hint = protocol.prompt_injection_hint(record.content)
+            if hint is not None and record.content_hash not in by_hash:
+                self.report.warn(
+                    f"chunks[{index}] (id {record.id}, hash {record.content_hash[:16]}…) looks "
+                    f"like prompt-injection text ({hint}); stored as data and flagged"
+                )
+            if record.content_hash in by_hash:
+                counts["skipped_duplicate"] += 1
+            else:
+                by_hash[record.content_hash] = record
+        existing = set(
+            Chunk.objects.filter(team=self.team, content_hash__in=list(by_hash)).values_list(
+                "content_hash", flat=True
+            )
+        )
+        new_rows = []
+        for digest, record in by_hash.items():
+            if digest in existing:
+                counts["skipped_duplicate"] += 1
+                continue
+            embedding, model, dim = self._embedding_for(record)
+            new_rows.append(
+                Chunk(
+                    team=self.team,
+                    content=record.content,
+                    content_hash=digest,
+                    memory_type=record.memory_type,
+                    embedding=embedding,
+                    embedding_model=model,
+                    embedding_dim=dim,
+                    tags=record.tags,
+                    zone=record.zone,
+                    importance=record.importance,
+                    is_pinned=record.is_pinned,
+                    decay_score=record.decay_score,
+                    tier=record.tier,
+                    created_at=record.created_at or self.now,
+                    accessed_at=record.accessed_at,
+                    valid_until=record.valid_until,
+                    metadata=record.metadata,
+                    origin=Origin.IMPORT,
+                    is_dna=record.is_dna,
+                    suspicious=protocol.prompt_injection_hint(record.content) is not None,
+                    updated_at=self.now,
+                )
+            )
+        # ignore_conflicts: a concurrent import of the same content must not fail this one.
+        Chunk.objects.bulk_create(new_rows, batch_size=BATCH, ignore_conflicts=True)
+        counts["inserted"] += len(new_rows)
+        local = dict(
+            Chunk.objects.filter(team=self.team, content_hash__in=list(by_hash)).values_list(
+                "content_hash", "pk"
+            )
+        )
+        for _, record in batch:
+            if record.id is not None and record.content_hash in local:
+                self.chunk_ids[record.id] = local[record.content_hash]
+
+    # -- edges -------------------------------------------------------------------------------
+
+    def _section_memory_edges(self, records: Iterator[tuple[int, Any]]) -> None:
+        counts = self.report.counts["memory_edges"]
+        merged: dict[tuple[int, int, str], list[Any]] = {}
+        for index, raw in records:
+            record: EdgeRecord | None = self._validate("memory_edges", index, raw)
+            if record is None:
+                counts["skipped"] += 1
+                continue
+            source = self.chunk_ids.get(record.chunk_a)
+            target = self.chunk_ids.get(record.chunk_b)
+            if source is None or target is None:
+                counts["skipped"] += 1
+                self.report.warn(
+                    f"skipped memory_edges[{index}]: chunk "
+                    f"{record.chunk_a if source is None else record.chunk_b} is not a chunk of "
+                    "this bundle"
+                )
+                continue
+            key = (source, target, record.edge_type)
+            row = merged.get(key)
+            if row is None:
+                merged[key] = [
+                    record.weight,
+                    record.co_activation_count,
+                    record.created_at or self.now,
+                    record.updated_at or self.now,
+                ]
+            else:  # the same edge twice in one bundle: apply §3.8 within the batch too
+                row[0] = max(row[0], record.weight)
+                row[1] += record.co_activation_count
+            counts["upserted"] += 1
+            if len(merged) >= BATCH:
+                self._upsert_edges(merged)
+                merged = {}
+        if merged:
+            self._upsert_edges(merged)
+
+    def _upsert_edges(self, merged: dict[tuple[int, int, str], list[Any]]) -> None:
+        table = connection.ops.quote_name(MemoryEdge._meta.db_table)
+        greatest = "GREATEST" if connection.vendor == "postgresql" else "MAX"
+        values, params = [], []
+        for (source, target, edge_type), (weight, count, created, updated) in merged.items():
+            values.append("(%s, %s, %s, %s, %s, %s, %s, %s)")
+            params.extend(
+                [
+                    self.team.pk,
+                    source,
+                    target,
+                    edge_type,
+                    weight,
+                    count,
+                    _db_datetime(created),
+                    _db_datetime(updated),
+                ]
+            )
+        sql = (
+            f"INSERT INTO {table} (team_id, source_id, target_id, edge_type, weight, "  # noqa: S608
+            f"co_activation_count, created_at, updated_at) VALUES {', '.join(values)} "
+            "ON CONFLICT (team_id, source_id, target_id, edge_type) DO UPDATE SET "
+            f"co_activation_count = {table}.co_activation_count + excluded.co_activation_count, "
+            f"weight = {greatest}({table}.weight, excluded.weight), "
+            "updated_at = %s"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*params, _db_datetime(self.now)])
+
+    # -- entities ----------------------------------------------------------------------------
+
+    def _section_entities(self, records: Iterator[tuple[int, Any]]) -> None:
+        merged: dict[str, EntityRecord] = {}
+        for index, raw in records:
+            record: EntityRecord | None = self._validate("entities", index, raw)
+            if record is None:
+                continue
+            previous = merged.get(record.name)
+            merged[record.name] = record if previous is None else _merge_entity(previous, record)
+            self.report.counts["entities"]["upserted"] += 1
+            if len(merged) >= BATCH:
+                self._upsert_entities(merged)
+                merged = {}
+        if merged:
+            self._upsert_entities(merged)
+
+    def _upsert_entities(self, merged: dict[str, EntityRecord]) -> None:
+        table = connection.ops.quote_name(Entity._meta.db_table)
+        values, params = [], []
+        for record in merged.values():
+            values.append("(%s, %s, %s, %s, %s, %s, %s)")
+            params.extend(
+                [
+                    self.team.pk,
+                    record.name,
+                    record.frequency,
+                    _db_datetime(record.first_seen),
+                    _db_datetime(record.last_seen),
+                    record.is_dna,
+                    _db_datetime(self.now),
+                ]
+            )
+
+        def pick(column: str, op: str) -> str:
+            old, new = f"{table}.{column}", f"excluded.{column}"
+            return (
+                f"{column} = CASE WHEN {old} IS NULL THEN {new} WHEN {new} IS NULL THEN {old} "
+                f"WHEN {new} {op} {old} THEN {new} ELSE {old} END"
+            )
+
+        sql = (
+            f"INSERT INTO {table} (team_id, name, frequency, first_seen, last_seen, "  # noqa: S608
+            f"is_dna, updated_at) VALUES {', '.join(values)} "
+            "ON CONFLICT (team_id, name) DO UPDATE SET "
+            f"frequency = {table}.frequency + excluded.frequency, "
+            f"{pick('first_seen', '<')}, {pick('last_seen', '>')}, "
+            f"is_dna = ({table}.is_dna OR excluded.is_dna), updated_at = excluded.updated_at"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+
+    # -- sessions, moods, agents -------------------------------------------------------------
+
+    def _keyed(self, section: str, records: Iterator[tuple[int, Any]]) -> Iterator[list[Any]]:
+        batch: dict[str, protocol.KeyedRecord] = {}
+        for index, raw in records:
+            record = self._validate(section, index, raw)
+            if record is None:
+                continue
+            batch[record.key] = record  # within one batch the last record of a key wins
+            if len(batch) >= BATCH:
+                yield list(batch.values())
+                batch = {}
+        if batch:
+            yield list(batch.values())
+
+    def _section_l2_sessions(self, records: Iterator[tuple[int, Any]]) -> None:
+        for batch in self._keyed("l2_sessions", records):
+            keys = [r.key for r in batch]
+            existing = set(
+                L2Session.objects.filter(team=self.team, key__in=keys).values_list("key", flat=True)
+            )
+            rows = [
+                L2Session(team=self.team, key=r.key, data=r.data, updated_at=self.now)
+                for r in batch
+                if r.key not in existing
+            ]
+            L2Session.objects.bulk_create(rows, ignore_conflicts=True)
+            self.report.counts["l2_sessions"]["inserted"] += len(rows)
+
+    def _upsert_keyed(self, model: type[MoodState | Agent], section: str, records: Any) -> None:
+        for batch in self._keyed(section, records):
+            model.objects.bulk_create(
+                [model(team=self.team, key=r.key, data=r.data, updated_at=self.now) for r in batch],
+                update_conflicts=True,
+                unique_fields=["team", "key"],
+                update_fields=["data", "updated_at"],
+            )
+            self.report.counts[section]["upserted"] += len(batch)
+
+    def _section_mood_states(self, records: Iterator[tuple[int, Any]]) -> None:
+        self._upsert_keyed(MoodState, "mood_states", records)
+
+    def _section_agents(self, records: Iterator[tuple[int, Any]]) -> None:
+        self._upsert_keyed(Agent, "agents", records)
+
+    # -- wrap-up -----------------------------------------------------------------------------
+
+    def _finish_checksum(self, checksum: protocol.StreamingChecksum) -> None:
+        utf8, ascii_form = checksum.hexdigests()
+        declared = self.manifest.checksum
+        if declared is None:
+            self.report.warn("the bundle carries no manifest.checksum; nothing was verified")
+        elif declared not in (utf8, ascii_form):
+            self.report.warn(
+                f"checksum mismatch: manifest says {declared}, content hashes to {utf8}; "
+                "imported anyway (the protocol says warn, not reject)"
+            )
+
+    def _finish_embeddings(self) -> None:
+        bundle_model = f"'{self.manifest.embedding_model}' (dim {self.manifest.embedding_dim})"
+        team_model = (
+            f"'{self.settings.embedding_model}' (dim {self.settings.embedding_dim})"
+            if self.settings.is_set
+            else "none set"
+        )
+        if self.embeddings["dropped_option"]:
+            self.report.warn(
+                f"dropped {self.embeddings['dropped_option']} embeddings because "
+                f"keep_embeddings=false (bundle model {bundle_model}, team model {team_model})"
+            )
+        if self.embeddings["dropped_model"]:
+            self.report.warn(
+                f"dropped {self.embeddings['dropped_model']} embeddings: bundle model "
+                f"{bundle_model} differs from team model {team_model}; send "
+                "accept_foreign_embeddings=true to keep them"
+            )
+        if self.embeddings["foreign_kept"]:
+            self.report.warn(
+                f"kept {self.embeddings['foreign_kept']} embeddings from bundle model "
+                f"{bundle_model} although the team model is {team_model} "
+                "(accept_foreign_embeddings=true)"
+            )
+        if self.adopted:
+            self.report.warn(f"this team had no embedding model; adopted {team_model}")
+        self.report.embedding_model_match = (
+            self.settings.embedding_model,
+            self.settings.embedding_dim,
+        ) == (self.manifest.embedding_model, self.manifest.embedding_dim)
+
+
+def _merge_entity(a: EntityRecord, b: EntityRecord) -> EntityRecord:
+    firsts = [d for d in (a.first_seen, b.first_seen) if d is not None]
+    lasts = [d for d in (a.last_seen, b.last_seen) if d is not None]
+    return EntityRecord(
+        name=a.name,
+        frequency=a.frequency + b.frequency,
+        first_seen=min(firsts) if firsts else None,
+        last_seen=max(lasts) if lasts else None,
+        is_dna=a.is_dna or b.is_dna,
+    )
+
+
+def _db_datetime(value: datetime | None) -> Any:
+    return connection.ops.adapt_datetimefield_value(value)
+
+
+def _head_of(bundle: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in bundle.items() if k not in SECTIONS}
+
+
+def _audit_import(
+    *, team: Team, actor: Actor, result: dict[str, Any], source: str, size: int | None
+) -> None:
+    report = result["report"]
+    chunks = report["chunks"]
+    audit_record(
+        actor=actor,
+        action="bundle.import",
+        team=team,
+        target_type="bundles.brain",
+        target_id=team.pk,
+        summary=(
+            f"Imported a bundle ({source}): {chunks['inserted']} chunks inserted, "
+            f"{chunks['skipped_duplicate']} duplicates, {chunks['skipped_invalid']} invalid, "
+            f"{report['memory_edges']['upserted']} edges, {len(report['warnings'])} warnings"
+        ),
+        data={"source": source, "size_bytes": size, **result},
+    )
+
+
+@transaction.atomic
+def bundle_import(
+    *,
+    team: Team,
+    actor: Actor,
+    bundle: Any,
+    options: ImportOptions | None = None,
+    size: int | None = None,
+) -> dict[str, Any]:
+    """Import an in-memory bundle. Raises BundleError for an invalid envelope (nothing saved)."""
+    envelope = protocol.validate_envelope(bundle)
+    importer = _Importer(
+        team=team, envelope=envelope, options=options or ImportOptions(), progress=None
+    )
+    result = importer.run(lambda section: protocol.iter_records(bundle, section), _head_of(bundle))
+    _audit_import(team=team, actor=actor, result=result, source="json", size=size)
+    return result
+
+
+# -- files: streamed with ijson --------------------------------------------------------------
+
+
+def read_head(stream: IO[bytes]) -> dict[str, Any]:
+    """Every top-level value except the record arrays (replaced by [] placeholders)."""
+    head: dict[str, Any] = {}
+    depth = 0
+    key: str | None = None
+    builder: ijson.ObjectBuilder | None = None
+    skipping = False
+    for event, value in ijson.basic_parse(stream, use_float=True):
+        if depth == 0:
+            if event != "start_map":
+                raise BundleError("not-object", "a bundle must be a JSON object")
+            depth = 1
+            continue
+        if depth == 1:
+            if event == "end_map":
+                return head
+            if event == "map_key":
+                if value in head:
+                    raise BundleError("duplicate-key", f"top-level key {value!r} repeats", value)
+                key = value
+                continue
+            assert key is not None
+            if key in SECTIONS and event == "start_array":
+                head[key] = []
+                skipping, depth = True, 2
+                continue
+            builder = ijson.ObjectBuilder()
+            builder.event(event, value)
+            if event in ("start_map", "start_array"):
+                depth = 2
+            else:
+                head[key] = builder.value
+            continue
+        if event in ("start_map", "start_array"):
+            depth += 1
+        elif event in ("end_map", "end_array"):
+            depth -= 1
+        if not skipping:
+            assert builder is not None and key is not None
+            builder.event(event, value)
+            if depth == 1:
+                head[key] = builder.value
+        elif depth == 1:
+            skipping = False
+    raise BundleError("malformed-json", "the bundle ends before its closing brace")
+
+
+def _file_reader(path: Path) -> SectionReader:
+    def read(section: str) -> Iterator[Any]:
+        with path.open("rb") as stream:
+            yield from ijson.items(stream, f"{section}.item", use_float=True)
+
+    return read
+
+
+def _json_errors(exc: Exception) -> BundleError:
+    return BundleError("malformed-json", f"not valid JSON: {str(exc).splitlines()[0][:200]}")
+
+
+@transaction.atomic
+def bundle_import_file(
+    *,
+    team: Team,
+    actor: Actor,
+    path: Path,
+    options: ImportOptions | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Import a bundle file without loading it whole: one head pass, one pass per section."""
+    try:
+        with path.open("rb") as stream:
+            head = read_head(stream)
+        envelope = protocol.validate_envelope(head)
+        importer = _Importer(
+            team=team, envelope=envelope, options=options or ImportOptions(), progress=progress
+        )
+        result = importer.run(_file_reader(path), _head_of(head))
+    except ijson.JSONError as exc:
+        raise _json_errors(exc) from exc
+    _audit_import(team=team, actor=actor, result=result, source="file", size=path.stat().st_size)
+    return result
+
+
+def import_failure_record(*, team: Team, actor: Actor, code: str, message: str) -> None:
+    """Audit a refused or failed import (its own transaction, after the import rolled back)."""
+    with transaction.atomic():
+        audit_record(
+            actor=actor,
+            action="bundle.import_failed",
+            team=team,
+            target_type="bundles.brain",
+            target_id=team.pk,
+            summary=f"Bundle import failed: {code}: {message}"[:500],
+            data={"code": code, "message": message[:2000]},
+        )
+
+
+# -- background jobs -------------------------------------------------------------------------
+
+
+def scratch_dir() -> Path:
+    from django.conf import settings
+
+    folder = Path(settings.DATA_DIR) / "bundle-imports"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def progress_key(job_id: int) -> str:
+    return f"bundles:import-job:{job_id}:done"
+
+
+@transaction.atomic
+def import_job_create(
+    *,
+    team: Team,
+    actor: Actor,
+    scratch_path: Path,
+    size_bytes: int,
+    filename: str = "",
+    options: ImportOptions | None = None,
+) -> ImportJob:
+    from bundles.tasks import import_job_run_task
+
+    options = options or ImportOptions()
+    job = ImportJob.objects.create(
+        team=team,
+        created_by=actor.user if getattr(actor.user, "pk", None) else None,
+        token=actor.token,
+        actor_label=actor.label,
+        filename=filename[:255],
+        scratch_path=str(scratch_path),
+        size_bytes=size_bytes,
+        keep_embeddings=options.keep_embeddings,
+        accept_foreign_embeddings=options.accept_foreign_embeddings,
+    )
+    audit_record(
+        actor=actor,
+        action="bundle.import_queued",
+        team=team,
+        target=job,
+        summary=f"Queued a background import of {size_bytes} bytes",
+        data={"size_bytes": size_bytes, "filename": filename},
+    )
+    transaction.on_commit(lambda: import_job_run_task.delay(job.pk))
+    return job
+
+
+def import_job_run(*, job_id: int) -> ImportJob | None:
+    """Run a queued job once (compare-and-set claim); all-or-nothing, then drop the scratch file."""
+    claimed = ImportJob.objects.filter(pk=job_id, state=JobState.QUEUED).update(
+        state=JobState.RUNNING, started_at=timezone.now()
+    )
+    if not claimed:
+        return None
+    job = ImportJob.objects.select_related("team", "token", "created_by").get(pk=job_id)
+    actor = Actor(user=job.created_by, token=job.token)
+    path = Path(job.scratch_path)
+    key = progress_key(job.pk)
+    try:
+        result = bundle_import_file(
+            team=job.team,
+            actor=actor,
+            path=path,
+            options=ImportOptions(job.keep_embeddings, job.accept_foreign_embeddings),
+            progress=lambda done, total: cache.set(key, [done, total], timeout=3600),
+        )
+    except BundleError as exc:
+        _job_failed(job, actor, exc.code, str(exc))
+    except ijson.JSONError as exc:
+        error = _json_errors(exc)
+        _job_failed(job, actor, error.code, str(error))
+    except Exception as exc:  # stored and shown; the import itself rolled back
+        logger.exception("import job %s failed", job.pk)
+        _job_failed(job, actor, "internal-error", f"{type(exc).__name__}: {exc}")
+    else:
+        done = sum(
+            sum(counts.values()) for name, counts in result["report"].items() if name in SECTIONS
+        )
+        ImportJob.objects.filter(pk=job.pk).update(
+            state=JobState.SUCCEEDED,
+            report=result,
+            records_done=done,
+            records_total=done,
+            finished_at=timezone.now(),
+        )
+    finally:
+        cache.delete(key)
+        _remove(path)
+    job.refresh_from_db()
+    return job
+
+
+def _job_failed(job: ImportJob, actor: Actor, code: str, message: str) -> None:
+    ImportJob.objects.filter(pk=job.pk).update(
+        state=JobState.FAILED,
+        error_code=code,
+        error_message=message[:5000],
+        finished_at=timezone.now(),
+    )
+    import_failure_record(team=job.team, actor=actor, code=code, message=message)
+
+
+def _remove(path: Path) -> None:
+    try:
+        if path.is_relative_to(scratch_dir()):
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def job_progress(job: ImportJob) -> tuple[int, int]:
+    """(records done, records expected) — live from the cache while the job runs."""
+    if job.state == JobState.RUNNING:
+        value = cache.get(progress_key(job.pk))
+        if isinstance(value, list) and len(value) == 2:
+            return int(value[0]), int(value[1])
+        return 0, 0
+    return job.records_done, job.records_total

@@ -1,0 +1,124 @@
+"""Receiving bundle bodies with bounded memory: size limits enforced while the bytes arrive."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.core.files.uploadedfile import UploadedFile
+from django.core.files.uploadhandler import FileUploadHandler, SkipFile, StopUpload
+from django.http import HttpRequest
+
+from bundles.services.imports import scratch_dir
+
+READ_CHUNK = 64 * 1024
+
+
+class TooLargeError(Exception):
+    """The body grew past the configured limit while it was being read."""
+
+
+@dataclass
+class Spooled:
+    """A request body: in memory when small, else in a scratch file under DATA_DIR."""
+
+    size: int
+    data: bytes | None = None
+    path: Path | None = None
+
+    def discard(self) -> None:
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
+            self.path = None
+
+
+def new_scratch_file() -> tuple[Any, Path]:
+    fd, name = tempfile.mkstemp(prefix="bundle-", suffix=".json", dir=scratch_dir())
+    return os.fdopen(fd, "wb"), Path(name)
+
+
+def spool_body(request: HttpRequest, *, max_bytes: int, memory_bytes: int) -> Spooled:
+    """Read the raw body in chunks; switch to a scratch file past `memory_bytes`."""
+    buffer = bytearray()
+    handle, path, size = None, None, 0
+    try:
+        while True:
+            piece = request.read(READ_CHUNK)
+            if not piece:
+                break
+            size += len(piece)
+            if size > max_bytes:
+                raise TooLargeError(size)
+            if handle is None:
+                buffer.extend(piece)
+                if len(buffer) > memory_bytes:
+                    handle, path = new_scratch_file()
+                    handle.write(buffer)
+                    buffer = bytearray()
+            else:
+                handle.write(piece)
+    except BaseException:
+        if handle is not None:
+            handle.close()
+            assert path is not None
+            path.unlink(missing_ok=True)
+        raise
+    if handle is not None:
+        handle.close()
+        return Spooled(size=size, path=path)
+    return Spooled(size=size, data=bytes(buffer))
+
+
+class ScratchUpload(UploadedFile):
+    def __init__(self, path: Path, name: str, content_type: str, size: int) -> None:
+        super().__init__(path.open("rb"), name, content_type, size)
+        self.scratch_path = path
+
+
+class BundleUploadHandler(FileUploadHandler):
+    """Writes the multipart field `file` straight to a scratch file, counting bytes."""
+
+    def __init__(self, request: HttpRequest, *, max_bytes: int) -> None:
+        super().__init__(request)
+        self.max_bytes = max_bytes
+        self.too_large = False
+        self.size = 0
+        self.handle: Any = None
+        self.path: Path | None = None
+
+    def new_file(self, field_name: str, *args: Any, **kwargs: Any) -> None:
+        if field_name != "file" or self.path is not None:
+            raise SkipFile()
+        super().new_file(field_name, *args, **kwargs)
+        self.handle, self.path = new_scratch_file()
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> None:
+        self.size += len(raw_data)
+        if self.size > self.max_bytes:
+            self.too_large = True
+            self._cleanup()
+            raise StopUpload(connection_reset=False)
+        self.handle.write(raw_data)
+
+    def file_complete(self, file_size: int) -> UploadedFile | None:
+        if self.handle is None or self.path is None:
+            return None
+        self.handle.close()
+        self.handle = None
+        return ScratchUpload(
+            self.path, self.file_name or "bundle.json", self.content_type or "", file_size
+        )
+
+    def upload_interrupted(self) -> None:
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
+            self.path = None
