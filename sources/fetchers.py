@@ -54,7 +54,7 @@ def policy_from_settings() -> FetchPolicy:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class SourceError(Exception):
     """The source as a whole could not be read. `health` is what the refresh makes it."""
 

@@ -38,7 +38,7 @@ SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 ABSOLUTE_URI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:[!$&'()*+,;=:@/?A-Za-z0-9\-._~%]+$")
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Rejection(Exception):
     """Why a record or manifest entry was refused."""
 
@@ -53,7 +53,7 @@ class Rejection(Exception):
         return f"{self.code}: {self.message}{where}"
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class ManifestError(Exception):
     """The manifest as a whole is unusable, so the source as a whole failed."""
 

@@ -1,0 +1,112 @@
+"""A real HTTPS server on loopback with a test CA (trustme), for the HTTPS fetcher tests."""
+
+from __future__ import annotations
+
+import hashlib
+import ssl
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import trustme
+
+Route = tuple[int, dict[str, str], bytes]
+
+
+@dataclass
+class HttpsServer:
+    port: int = 0
+    routes: dict[str, Route | Callable[[BaseHTTPRequestHandler], Route]] = field(
+        default_factory=dict
+    )
+    requests: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+
+    @property
+    def base(self) -> str:
+        return f"https://127.0.0.1:{self.port}/src/"
+
+    def serve(self, path: str, body: bytes | str, status: int = 200, **headers: str) -> None:
+        data = body.encode() if isinstance(body, str) else body
+        self.routes["/src/" + path] = (status, dict(headers), data)
+
+    def count(self, path: str) -> int:
+        return sum(1 for p, _ in self.requests if p == "/src/" + path)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"
+
+    def do_GET(self) -> None:
+        app: HttpsServer = self.server.app  # type: ignore[attr-defined]
+        app.requests.append((self.path, dict(self.headers)))
+        route = app.routes.get(self.path)
+        if callable(route):
+            route = route(self)
+        if route is None:
+            route = (404, {}, b"not here")
+        status, headers, body = route
+        etag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+        if status == 200 and self.headers.get("If-None-Match") == etag:
+            self.send_response(304)
+            self.send_header("ETag", etag)
+            self.end_headers()
+            return
+        self.send_response(status)
+        if status == 200:
+            self.send_header("ETag", etag)
+        for name, value in headers.items():
+            if name == "no_length":
+                continue
+            self.send_header(name.replace("_", "-"), value)
+        if "no_length" not in headers:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+            pass
+
+    def log_message(self, format: str, *args: object) -> None:
+        return None
+
+
+@pytest.fixture(scope="session")
+def test_ca() -> trustme.CA:
+    return trustme.CA()
+
+
+@pytest.fixture
+def https_server(test_ca, tmp_path: Path, monkeypatch) -> Iterator[HttpsServer]:  # type: ignore[no-untyped-def]
+    """A threaded http.server behind TLS on 127.0.0.1, trusted through SSL_CERT_FILE."""
+    cert = test_ca.issue_cert("127.0.0.1", "localhost")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    cert.configure_cert(context)
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    httpd.daemon_threads = True
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    app = HttpsServer(port=httpd.server_address[1])
+    httpd.app = app  # type: ignore[attr-defined]
+    ca_path = tmp_path / "test-ca.pem"
+    test_ca.cert_pem.write_to_path(str(ca_path))
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca_path))
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.daemon = True
+    thread.start()
+    try:
+        yield app
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+
+def slow(seconds: float, route: Route) -> Callable[[BaseHTTPRequestHandler], Route]:
+    def handler(_: BaseHTTPRequestHandler) -> Route:
+        time.sleep(seconds)
+        return route
+
+    return handler

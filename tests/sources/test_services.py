@@ -1,0 +1,229 @@
+"""Service flows: add, approve, disable, refresh; atomic swaps, stale and denied handling."""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import timedelta
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from memoryadmin.audit import Actor
+from memoryadmin.models import AuditEvent
+from sources import selectors, services, tasks
+from sources.models import Health, Record, RefreshRun, RunStatus, Snapshot, Source, SourceState
+from tests.sources.helpers import record_text, write_source
+
+
+def _add(team, root, *, approve=True) -> Source:  # type: ignore[no-untyped-def]
+    source = services.source_add(actor=Actor.system(), team=team, location=str(root))
+    if approve:
+        services.source_approve(actor=Actor.system(), source=source)
+    return source
+
+
+def _refresh(source: Source) -> RefreshRun:
+    run = services.source_refresh(source_id=source.pk)
+    source.refresh_from_db()
+    return run
+
+
+def test_it_previews_on_add_and_serves_only_after_approval(
+    team, tmp_path, django_capture_on_commit_callbacks
+):
+    write_source(tmp_path, {"a": record_text("a")})
+    with django_capture_on_commit_callbacks(execute=True):
+        source = _add(team, tmp_path, approve=False)
+    source.refresh_from_db()
+    assert source.state == SourceState.PENDING
+    assert source.health == Health.FRESH and source.current_snapshot.record_count == 1
+    assert list(selectors.context_records(team)) == []
+    with django_capture_on_commit_callbacks(execute=True):
+        services.source_approve(actor=Actor.system(), source=source)
+    assert [r.record_id for r in selectors.context_records(team)] == ["a"]
+    actions = list(AuditEvent.objects.filter(team=team).values_list("action", flat=True))
+    for action in ("source.add", "source.approve", "source.refresh.request", "source.refresh"):
+        assert action in actions
+    assert "source.health" in actions
+
+
+def test_it_stops_serving_a_disabled_source(team, tmp_path):
+    write_source(tmp_path, {"a": record_text("a")})
+    source = _add(team, tmp_path)
+    _refresh(source)
+    services.source_disable(actor=Actor.system(), source=source)
+    assert list(selectors.context_records(team)) == []
+    assert AuditEvent.objects.filter(action="source.disable").exists()
+    with pytest.raises(ValidationError):
+        services.source_refresh_request(actor=Actor.system(), source=source)
+
+
+def test_it_refuses_the_same_source_twice_per_team(team, other_team, tmp_path):
+    _add(team, tmp_path)
+    with pytest.raises(ValidationError):
+        _add(team, tmp_path)
+    assert _add(other_team, tmp_path).team == other_team
+
+
+def test_it_keeps_the_old_snapshot_when_a_refresh_fails(team, tmp_path):
+    write_source(tmp_path, {"a": record_text("a")})
+    source = _add(team, tmp_path)
+    _refresh(source)
+    snapshot_id = source.current_snapshot_id
+    (tmp_path / "memories.json").write_text("{broken")
+    run = _refresh(source)
+    assert run.status == RunStatus.FAILED and run.error_code == "json-syntax"
+    assert source.health == Health.STALE and source.current_snapshot_id == snapshot_id
+    assert [r.record_id for r in selectors.context_records(team)] == ["a"]
+    assert Snapshot.objects.filter(source=source).count() == 1
+
+
+def test_it_swaps_snapshots_atomically_when_the_swap_fails(team, tmp_path, monkeypatch):
+    write_source(tmp_path, {"a": record_text("a")})
+    source = _add(team, tmp_path)
+    _refresh(source)
+    old = source.current_snapshot_id
+    write_source(tmp_path, {"a": record_text("a", title="New"), "b": record_text("b")})
+
+    def explode(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(services.Problem.objects, "bulk_create", explode)
+    with pytest.raises(RuntimeError):
+        services.source_refresh(source_id=source.pk)
+    source.refresh_from_db()
+    assert source.current_snapshot_id == old
+    assert [r.title for r in Record.objects.filter(snapshot_id=old)] == ["A record"]
+    assert Snapshot.objects.filter(source=source).count() == 1
+
+
+def test_it_reapplies_expiry_to_a_stale_snapshot(team, tmp_path):
+    soon = (timezone.now() + timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    write_source(
+        tmp_path,
+        {"a": record_text("a", extra=f"expires: '{soon}'\n"), "b": record_text("b")},
+    )
+    source = _add(team, tmp_path)
+    _refresh(source)
+    (tmp_path / "memories.json").unlink()
+    _refresh(source)
+    assert source.health == Health.STALE
+    later = timezone.now() + timedelta(seconds=5)
+    records = selectors.context_records(team, now=later)
+    assert [r.record_id for r in records] == ["b"]
+    assert [r.record_id for r in selectors.inactive_records(source, later)] == ["a"]
+
+
+def test_it_removes_a_record_dropped_from_the_manifest(team, tmp_path):
+    write_source(tmp_path, {"a": record_text("a"), "b": record_text("b")})
+    source = _add(team, tmp_path)
+    _refresh(source)
+    write_source(tmp_path, {"a": record_text("a")})  # b's file stays on disk
+    run = _refresh(source)
+    assert run.changed
+    assert [r.record_id for r in selectors.context_records(team)] == ["a"]
+
+
+def test_it_applies_supersedes_and_reports_problems(team, tmp_path):
+    write_source(
+        tmp_path,
+        {
+            "new": record_text("new", extra="supersedes: ['old', 'ghost']\n"),
+            "old": record_text("old"),
+        },
+    )
+    source = _add(team, tmp_path)
+    _refresh(source)
+    assert [r.record_id for r in selectors.context_records(team)] == ["new"]
+    problems = list(source.current_snapshot.problems.values_list("code", "ids"))
+    assert problems == [("supersedes-missing", ["new", "ghost"])]
+
+
+def test_it_keeps_two_sources_with_the_same_ids_apart(team, tmp_path):
+    first = write_source(tmp_path / "one", {"a": record_text("a", updated="2026-01-02T00:00:00Z")})
+    second = write_source(tmp_path / "two", {"a": record_text("a", updated="2026-06-01T00:00:00Z")})
+    for root in (first, second):
+        _refresh(_add(team, root))
+    records = list(selectors.context_records(team))
+    assert [(r.source.identity, r.record_id) for r in records] == [
+        (str(first), "a"),
+        (str(second), "a"),
+    ]
+
+
+def test_it_skips_unchanged_files_and_leaves_an_unchanged_snapshot_alone(team, tmp_path):
+    write_source(tmp_path, {f"r{i}": record_text(f"r{i}") for i in range(20)})
+    source = _add(team, tmp_path)
+    first = _refresh(source)
+    snapshot_id = source.current_snapshot_id
+    second = _refresh(source)
+    assert first.parsed_count == 20 and first.changed
+    assert second.parsed_count == 0 and second.reused_count == 20 and not second.changed
+    assert source.current_snapshot_id == snapshot_id
+    (tmp_path / "records" / "r3.md").write_text(record_text("r3", title="Edited"))
+    third = _refresh(source)
+    assert third.parsed_count == 1 and third.changed
+
+
+def test_it_refreshes_unchanged_sources_much_faster_than_cold(team, tmp_path):
+    count = int(os.environ.get("SOURCES_PERF_RECORDS", "1500"))
+    write_source(tmp_path, {f"r{i}": record_text(f"r{i}") for i in range(count)})
+    source = _add(team, tmp_path)
+    started = time.perf_counter()
+    cold = _refresh(source)
+    cold_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    warm = _refresh(source)
+    warm_seconds = time.perf_counter() - started
+    print(f"\n{count} records: cold {cold_seconds:.2f}s, unchanged {warm_seconds:.2f}s")
+    assert cold.record_count == count and warm.reused_count == count
+    assert warm_seconds * 3 < cold_seconds
+
+
+def test_it_marks_a_missing_directory_stale(team, tmp_path):
+    source = _add(team, tmp_path / "nowhere")
+    run = _refresh(source)
+    assert run.status == RunStatus.FAILED and run.error_code == "not-found"
+    assert source.health == Health.STALE
+
+
+def test_it_refreshes_only_due_approved_sources(team, tmp_path, django_capture_on_commit_callbacks):
+    write_source(tmp_path / "a", {"a": record_text("a")})
+    write_source(tmp_path / "b", {"b": record_text("b")})
+    with django_capture_on_commit_callbacks(execute=True):
+        due = _add(team, tmp_path / "a")
+        pending = _add(team, tmp_path / "b", approve=False)
+    long_ago = timezone.now() - timedelta(hours=2)
+    Source.objects.update(last_attempt_at=long_ago)
+    with django_capture_on_commit_callbacks(execute=True):
+        queued = tasks.refresh_due_sources()
+    assert queued == 1
+    assert RefreshRun.objects.filter(source=due, trigger="schedule").count() == 1
+    assert not RefreshRun.objects.filter(source=pending, trigger="schedule").exists()
+    due.refresh_from_db()
+    assert due.health == Health.FRESH
+    with django_capture_on_commit_callbacks(execute=True):
+        assert tasks.refresh_due_sources() == 0  # not due again yet
+
+
+def test_it_treats_a_finished_run_as_done_when_retried(team, tmp_path):
+    write_source(tmp_path, {"a": record_text("a")})
+    source = _add(team, tmp_path)
+    run = services.source_refresh_request(actor=Actor.system(), source=source)
+    services.source_refresh(source_id=source.pk, run_id=run.pk)
+    again = services.source_refresh(source_id=source.pk, run_id=run.pk)
+    assert again.status == RunStatus.SUCCEEDED
+    assert RefreshRun.objects.filter(source=source, status=RunStatus.SUCCEEDED).count() == 1
+
+
+def test_it_retries_when_another_refresh_holds_the_lock(team, tmp_path):
+    from celery.exceptions import Retry
+
+    from memoryadmin.locks import named_lock
+
+    write_source(tmp_path, {"a": record_text("a")})
+    source = _add(team, tmp_path)
+    with named_lock(f"source-refresh-{source.pk}"), pytest.raises(Retry):
+        tasks.refresh_source.apply(args=[source.pk], throw=True)
