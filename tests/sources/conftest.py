@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import ssl
 import threading
@@ -65,10 +66,8 @@ class _Handler(BaseHTTPRequestHandler):
         if "no_length" not in headers:
             self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError, ssl.SSLError):
             self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
-            pass
 
     def log_message(self, format: str, *args: object) -> None:
         return None
