@@ -1,12 +1,124 @@
+"""The Brain page: counts, recent imports/exports, export download, upload, chunk list."""
+
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+import shutil
 
-from memoryadmin.permissions import Action
+import orjson
+from django.conf import settings
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from bundles import protocol, selectors
+from bundles.models import ImportJob
+from bundles.services import (
+    ExportRequest,
+    ImportOptions,
+    bundle_export,
+    bundle_import,
+    import_failure_record,
+    import_job_create,
+)
+from bundles.services.imports import job_progress
+from bundles.uploads import new_scratch_file
+from memoryadmin.audit import Actor
+from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import team_view
 
 
+@require_GET
 @team_view(Action.VIEW)
 def brain(request: HttpRequest) -> HttpResponse:
-    return render(request, "bundles/brain.html", {})
+    team = request.team  # type: ignore[attr-defined]
+    return render(
+        request,
+        "bundles/brain.html",
+        {
+            "summary": selectors.brain_summary(team),
+            "events": selectors.recent_bundle_events(team),
+            "jobs": selectors.recent_jobs(team),
+            "page": selectors.chunk_page(team, request.GET.get("page")),
+            "can_import": user_can(request.user, team, Action.MANAGE),
+            "scopes": protocol.SCOPES,
+        },
+    )
+
+
+@require_POST
+@team_view(Action.VIEW)
+def brain_export(request: HttpRequest) -> HttpResponse:
+    team = request.team  # type: ignore[attr-defined]
+    try:
+        since = protocol.parse_timestamp(request.POST.get("since") or None, "since", "since")
+        export_request = ExportRequest(scope=request.POST.get("scope") or "full", since=since)
+    except protocol.BundleError as exc:
+        messages.error(request, f"Export refused: {exc.message}")
+        return redirect("brain", team_slug=team.slug)
+    bundle = bundle_export(team=team, actor=Actor.from_request(request), request=export_request)
+    response = HttpResponse(orjson.dumps(bundle), content_type="application/json")
+    filename = f"{team.slug}-brain-{export_request.scope}.json"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@require_POST
+@team_view(Action.MANAGE)
+def brain_import(request: HttpRequest) -> HttpResponse:
+    team = request.team  # type: ignore[attr-defined]
+    actor = Actor.from_request(request)
+    upload = request.FILES.get("file")
+    if upload is None:
+        messages.error(request, "Choose a bundle file to upload.")
+        return redirect("brain", team_slug=team.slug)
+    if upload.size > settings.BUNDLE_MAX_BYTES:
+        messages.error(request, f"Bundles may be at most {settings.BUNDLE_MAX_BYTES} bytes.")
+        return redirect("brain", team_slug=team.slug)
+    options = ImportOptions(
+        keep_embeddings=request.POST.get("keep_embeddings", "true") == "true",
+        accept_foreign_embeddings=request.POST.get("accept_foreign_embeddings") == "true",
+    )
+    if upload.size > settings.BUNDLE_SYNC_IMPORT_MAX_BYTES:
+        handle, path = new_scratch_file()
+        with handle:
+            upload.seek(0)
+            shutil.copyfileobj(upload, handle)
+        job = import_job_create(
+            team=team,
+            actor=actor,
+            scratch_path=path,
+            size_bytes=upload.size,
+            filename=upload.name or "",
+            options=options,
+        )
+        messages.info(request, f"The bundle is large; import #{job.pk} runs in the background.")
+        return redirect("brain", team_slug=team.slug)
+    try:
+        bundle = orjson.loads(upload.read())
+        result = bundle_import(team=team, actor=actor, bundle=bundle, options=options)
+    except orjson.JSONDecodeError as exc:
+        messages.error(request, f"The file is not valid JSON: {exc}")
+    except protocol.BundleError as exc:
+        import_failure_record(team=team, actor=actor, code=exc.code, message=str(exc))
+        messages.error(request, f"Import refused ({exc.code}): {exc}")
+    else:
+        chunks = result["report"]["chunks"]
+        messages.success(
+            request,
+            f"Imported: {chunks['inserted']} chunks inserted, {chunks['skipped_duplicate']} "
+            f"duplicates, {chunks['skipped_invalid']} invalid, "
+            f"{len(result['report']['warnings'])} warnings (see Recent imports).",
+        )
+    return redirect("brain", team_slug=team.slug)
+
+
+@require_GET
+@team_view(Action.VIEW)
+def brain_job(request: HttpRequest, job_id: int) -> HttpResponse:
+    job = get_object_or_404(ImportJob, pk=job_id, team=request.team)  # type: ignore[attr-defined]
+    if job.team_id != request.team.pk:  # type: ignore[attr-defined]
+        raise Http404
+    done, total = job_progress(job)
+    template = "bundles/_job.html" if request.headers.get("HX-Request") else "bundles/job.html"
+    return render(request, template, {"job": job, "done": done, "total": total})
