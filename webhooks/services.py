@@ -455,15 +455,14 @@ def _attempt_record(*, delivery: WebhookDelivery, result: AttemptResult, secret:
             finished,
             None,
         )
-    delivery.save(
-        update_fields=[
-            "state",
-            "next_attempt_at",
-            "last_response_status",
-            "last_error",
-            "duration_ms",
-            "finished_at",
-        ]
+    # update(), not save(): the endpoint may have been deleted while the request was in flight.
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(
+        state=delivery.state,
+        next_attempt_at=delivery.next_attempt_at,
+        last_response_status=delivery.last_response_status,
+        last_error=delivery.last_error,
+        duration_ms=delivery.duration_ms,
+        finished_at=delivery.finished_at,
     )
     WebhookEndpoint.objects.filter(pk=delivery.endpoint_id).update(
         last_delivery_at=finished,

@@ -9,6 +9,7 @@ import logging
 import socket
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.db import transaction
@@ -323,3 +324,18 @@ def test_it_checks_the_certificate_against_the_url_host_not_the_address(
     delivery = WebhookDelivery.objects.get()
     assert delivery.state == "retrying" and "CERTIFICATE_VERIFY_FAILED" in delivery.last_error
     assert tls_receiver.requests == []
+
+
+def test_it_verifies_with_the_snippet_from_the_docs(
+    team, receiver, make_endpoint, django_capture_on_commit_callbacks
+):
+    text = (Path(__file__).resolve().parents[2] / "docs" / "webhooks.md").read_text()
+    [snippet] = [block for block in text.split("```python")[1:] if "def verify" in block]
+    namespace: dict = {}
+    exec(snippet.split("```")[0], namespace)  # noqa: S102 - our own documentation
+    _, secret = make_endpoint(receiver.url())
+    _emit(django_capture_on_commit_callbacks, team)
+    [received] = receiver.requests
+    assert namespace["verify"](secret, received.headers, received.body)
+    assert not namespace["verify"](secret, received.headers, received.body + b" ")
+    assert not namespace["verify"]("whsec_wrong", received.headers, received.body)
