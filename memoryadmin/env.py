@@ -18,7 +18,12 @@ class ConfigError(RuntimeError):
 def _raw(name: str) -> str | None:
     file_name = os.environ.get(f"{name}_FILE")
     if file_name:
-        return Path(file_name).read_text(encoding="utf-8").strip()
+        if os.environ.get(name):
+            raise ConfigError(f"set {name} or {name}_FILE, not both")
+        try:
+            return Path(file_name).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{name}_FILE={file_name} cannot be read: {exc}") from exc
     return os.environ.get(name)
 
 
