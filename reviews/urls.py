@@ -4,4 +4,25 @@ from django.urls import path
 
 from reviews import views
 
-urlpatterns = [path("", views.review_queue, name="review-queue")]
+urlpatterns = [
+    path("", views.review_queue, name="review-queue"),
+    path("batch/", views.review_batch, name="review-batch"),
+    path("history/", views.review_history, name="review-history"),
+    path("p/<int:memory_pk>/", views.proposal_detail, name="proposal-detail"),
+    path(
+        "p/<int:memory_pk>/approve/",
+        views.proposal_decide,
+        {"kind": "approve"},
+        name="proposal-approve",
+    ),
+    path(
+        "p/<int:memory_pk>/reject/",
+        views.proposal_decide,
+        {"kind": "reject"},
+        name="proposal-reject",
+    ),
+    path("repositories/", views.repository_list, name="repository-list"),
+    path("repositories/add/", views.repository_add, name="repository-add"),
+    path("repositories/<int:repository_pk>/", views.repository_detail, name="repository-detail"),
+    path("repositories/<int:repository_pk>/sync/", views.repository_sync, name="repository-sync"),
+]

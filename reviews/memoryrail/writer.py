@@ -13,7 +13,9 @@ from typing import Any
 
 from reviews.memoryrail.core import Memory, format_timestamp, parse_timestamp
 
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+# Words some YAML readers (1.1 or 1.2) resolve to booleans or null: always quote them as keys.
+_YAML_WORDS = frozenset({"true", "false", "null", "yes", "no", "on", "off", "y", "n", "nan", "inf"})
 # Printable in JSON but special to YAML (line breaks in YAML 1.1, or non-printable in YAML).
 _YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 
@@ -55,7 +57,8 @@ def encode_value(value: Any) -> str:
 
 
 def encode_key(key: str) -> str:
-    return key if _PLAIN_KEY.match(key) and key not in ("true", "false", "null") else _string(key)
+    plain = _PLAIN_KEY.match(key) and key.lower() not in _YAML_WORDS
+    return key if plain else _string(key)
 
 
 def render(meta: dict[str, Any], body: str) -> str:

@@ -60,7 +60,10 @@ def memory_text(
     return f"---\n{lines}---\n{body}"
 
 
-AGENTS_MD = "# Agents\n\nHand-written intro.\n\n<!-- memoryrail:begin -->\nold\n<!-- memoryrail:end -->\n\nFooter.\n"
+AGENTS_MD = (
+    "# Agents\n\nHand-written intro.\n\n"
+    "<!-- memoryrail:begin -->\nold\n<!-- memoryrail:end -->\n\nFooter.\n"
+)
 
 
 @dataclass
@@ -80,7 +83,9 @@ class Remote:
             git(path, "pull", "--quiet", "--ff-only")
         return path
 
-    def commit(self, files: dict[str, str | None], message: str, *, clone: str = "elsewhere") -> str:
+    def commit(
+        self, files: dict[str, str | None], message: str, *, clone: str = "elsewhere"
+    ) -> str:
         """Commit files (None deletes) from a second clone and push: the remote moves."""
         path = self.clone(clone)
         git(path, "pull", "--quiet", "--ff-only")

@@ -253,7 +253,7 @@ def test_it_lands_two_concurrent_approvals_in_order(team, remote, data_dir, make
         try:
             barrier.wait()
             services.proposal_approve(actor=Actor(user=reviewer), memory=memory)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
         finally:
             connection.close()

@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+from django.contrib import admin
+
+from reviews.models import Decision, DecisionItem, Memory, Repository
+
+
+@admin.register(Repository)
+class RepositoryAdmin(admin.ModelAdmin):
+    list_display = ["name", "team", "branch", "last_sync_at", "last_sync_ok"]
+    list_filter = ["team", "last_sync_ok"]
+    exclude = ["credential_encrypted"]  # never shown back
+    readonly_fields = ["head_commit", "last_error", "problems", "last_sync_at", "last_sync_ok"]
+
+
+@admin.register(Memory)
+class MemoryAdmin(admin.ModelAdmin):
+    list_display = ["ref", "title", "type", "status", "repository"]
+    list_filter = ["status", "type", "has_secret"]
+    search_fields = ["memory_id", "ref", "title"]
+
+    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False  # the index mirrors git; change it through a decision
+
+
+class DecisionItemInline(admin.TabularInline):
+    model = DecisionItem
+    extra = 0
+    can_delete = False
+    readonly_fields = ["memory_key", "ref", "title", "path", "blob_sha", "supersedes"]
+    exclude = ["memory"]
+
+
+@admin.register(Decision)
+class DecisionAdmin(admin.ModelAdmin):
+    list_display = ["id", "kind", "repository", "actor_label", "state", "created_at"]
+    list_filter = ["state", "kind"]
+    inlines = [DecisionItemInline]
+
+    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False

@@ -1,0 +1,172 @@
+"""REST API for reviews: repositories, proposals (by pk, id or ref), approve, reject, batch.
+
+Decisions made with a token record the token as the actor; their commits are authored by the
+token's creator when there is one, else by the configured bot identity (REVIEW_BOT_IDENTITY).
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from rest_framework import generics, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memoryadmin.api import HasScope, request_team
+from memoryadmin.api_errors import ApiError
+from memoryadmin.audit import Actor
+from reviews import selectors, services
+from reviews.models import Decision, Memory, Repository
+from reviews.serializers import (
+    BatchSerializer,
+    DecideSerializer,
+    DecisionSerializer,
+    ProposalListSerializer,
+    ProposalSerializer,
+    RepositorySerializer,
+)
+
+READ = {"GET": "reviews:read"}
+WRITE = {"POST": "reviews:write"}
+
+
+def _decide_error(exc: ValidationError) -> ApiError:
+    code = (
+        "secret-override-required"
+        if isinstance(exc, services.SecretOverrideRequired)
+        else ("proposal-not-open" if isinstance(exc, services.ProposalNotOpen) else "invalid")
+    )
+    status_code = 409 if code == "proposal-not-open" else 400
+    details = exc.message_dict if hasattr(exc, "error_dict") else exc.messages
+    return ApiError(status_code, code, exc.messages[0], details)
+
+
+def resolve_proposal(request: Request, key: str) -> Memory:
+    team = request_team(request)
+    repository = None
+    if request.query_params.get("repository", "").isdigit():
+        repository = Repository.objects.filter(
+            team=team, pk=int(request.query_params["repository"])
+        ).first()
+        if repository is None:
+            raise ApiError(404, "not-found", "No such repository.")
+    found = selectors.find_memories(team, key, repository=repository)
+    if not found:
+        raise ApiError(404, "not-found", f"No memory with pk, id or ref {key!r}.")
+    if len(found) > 1:
+        raise ApiError(
+            409,
+            "ref-ambiguous",
+            f"{key} matches {len(found)} memories; name the repository or use the id.",
+            [{"repository": m.repository_id, "id": m.memory_id} for m in found],
+        )
+    return found[0]
+
+
+class RepositoryList(generics.ListAPIView):
+    permission_classes = [HasScope]
+    required_scopes = READ
+    serializer_class = RepositorySerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return Repository.objects.filter(team=request_team(self.request)).order_by("id")
+
+
+class RepositoryDetail(generics.RetrieveAPIView):
+    permission_classes = [HasScope]
+    required_scopes = READ
+    serializer_class = RepositorySerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return Repository.objects.filter(team=request_team(self.request))
+
+
+class ProposalList(generics.ListAPIView):
+    permission_classes = [HasScope]
+    required_scopes = READ
+    serializer_class = ProposalListSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        params = self.request.query_params
+        filters = {k: params.get(k, "") for k in ("repository", "type", "flag")}
+        if not filters["repository"].isdigit():
+            filters["repository"] = ""
+        return selectors.review_queue(request_team(self.request), filters=filters)
+
+
+class ProposalDetail(APIView):
+    permission_classes = [HasScope]
+    required_scopes = READ
+
+    def get(self, request: Request, key: str) -> Response:
+        return Response(ProposalSerializer(resolve_proposal(request, key)).data)
+
+
+class ProposalDecide(APIView):
+    permission_classes = [HasScope]
+    required_scopes = WRITE
+    kind = "approve"
+
+    def post(self, request: Request, key: str) -> Response:
+        memory = resolve_proposal(request, key)
+        body = DecideSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            (decision,) = services.proposals_decide(
+                actor=Actor.from_request(request),
+                team=memory.team,
+                memory_ids=[memory.pk],
+                kind=self.kind,
+                comment=body.validated_data["comment"],
+                override_reason=body.validated_data["override_reason"],
+            )
+        except PermissionDenied as exc:
+            raise ApiError(403, "forbidden", str(exc)) from exc
+        except ValidationError as exc:
+            raise _decide_error(exc) from exc
+        return Response(DecisionSerializer(decision).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ProposalApprove(ProposalDecide):
+    kind = "approve"
+
+
+class ProposalReject(ProposalDecide):
+    kind = "reject"
+
+
+class Batch(APIView):
+    permission_classes = [HasScope]
+    required_scopes = WRITE
+
+    def post(self, request: Request) -> Response:
+        body = BatchSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        team = request_team(request)
+        memories = [resolve_proposal(request, str(key)) for key in body.validated_data["proposals"]]
+        try:
+            decisions = services.proposals_decide(
+                actor=Actor.from_request(request),
+                team=team,
+                memory_ids=[m.pk for m in memories],
+                kind=body.validated_data["action"],
+                comment=body.validated_data["comment"],
+                override_reason=body.validated_data["override_reason"],
+            )
+        except PermissionDenied as exc:
+            raise ApiError(403, "forbidden", str(exc)) from exc
+        except ValidationError as exc:
+            raise _decide_error(exc) from exc
+        return Response(
+            {"decisions": DecisionSerializer(decisions, many=True).data},
+            status=status.HTTP_202_ACCEPTED,
+        )
+
+
+class DecisionDetail(generics.RetrieveAPIView):
+    permission_classes = [HasScope]
+    required_scopes = READ
+    serializer_class = DecisionSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return Decision.objects.filter(team=request_team(self.request)).prefetch_related("items")

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from django import forms
+
+from reviews.models import CredentialKind
+
+
+class RepositoryForm(forms.Form):
+    name = forms.CharField(max_length=100)
+    remote_url = forms.CharField(
+        max_length=500, label="Remote URL", help_text="https://…, ssh://… or git@host:path"
+    )
+    branch = forms.CharField(max_length=200, initial="main")
+    credential_kind = forms.ChoiceField(choices=CredentialKind.choices, label="Credential")
+    credential_username = forms.CharField(
+        max_length=200, required=False, label="HTTPS user name", help_text="x-access-token if empty"
+    )
+    credential_secret = forms.CharField(
+        required=False,
+        label="Token or SSH private key",
+        widget=forms.Textarea(attrs={"autocomplete": "off", "rows": 4}),
+        help_text="Stored encrypted and never shown again.",
+    )
+    ssh_known_hosts = forms.CharField(
+        required=False,
+        label="SSH known_hosts lines",
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Required for SSH: host keys are checked strictly.",
+    )
+    push_enabled = forms.BooleanField(required=False, initial=True, label="Push decisions")
+
+
+class DecisionForm(forms.Form):
+    comment = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    override_reason = forms.CharField(
+        required=False,
+        label="Secret override reason",
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Only for approving a proposal with a secret finding; recorded in the audit log.",
+    )
+
+
+class BatchForm(DecisionForm):
+    action = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])

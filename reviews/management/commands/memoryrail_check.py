@@ -1,0 +1,88 @@
+"""Check a MemoryRail working copy: config, memory files, secrets, staleness, ambiguous refs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import datetime
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from reviews import memoryrail
+
+
+def _last_commit_time(root: Path):  # type: ignore[no-untyped-def]
+    def last(link: str) -> datetime | None:
+        result = subprocess.run(
+            ["git", "-C", str(root), "log", "-1", "--format=%cI", "--", link],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={"GIT_TERMINAL_PROMPT": "0", "PATH": "/usr/bin:/bin:/usr/local/bin"},
+        )
+        output = result.stdout.strip()
+        return datetime.fromisoformat(output) if result.returncode == 0 and output else None
+
+    return last
+
+
+def check(path: Path) -> dict:
+    root = memoryrail.find_root(path) or path.resolve()
+    project = memoryrail.read_project(root)
+    secrets = []
+    directory = root / memoryrail.MEMORIES_DIR
+    for file in sorted(directory.glob("*.md")) if directory.is_dir() else []:
+        if file.is_file() and not file.is_symlink():
+            text = file.read_bytes().decode("utf-8", errors="replace")
+            secrets += memoryrail.scan_text(text, path=f"{memoryrail.MEMORIES_DIR}/{file.name}")
+    stale = memoryrail.check_staleness(
+        project.memories, root=root, last_commit_time=_last_commit_time(root)
+    )
+    ambiguous = memoryrail.RefIndex(project.memories).ambiguous()
+    problems = list(project.problems)
+    ok = project.ok and not any(s.level == memoryrail.ERROR for s in stale)
+    return {
+        "ok": ok,
+        "config": (
+            {"version": project.config.version, "review": project.config.review}
+            if project.config
+            else None
+        ),
+        "memories": [
+            {"id": m.id, "ref": m.ref, "type": m.type, "status": m.status, "path": m.path}
+            for m in project.memories
+        ],
+        "problems": [p.as_dict() for p in problems],
+        "secrets": [s.as_dict() for s in secrets],
+        "stale": [s.as_dict() for s in stale],
+        "ambiguous_refs": [{"ref": ref, "ids": ids} for ref, ids in ambiguous.items()],
+    }
+
+
+class Command(BaseCommand):
+    help = "Validate a MemoryRail working copy; exit 1 on any error-level problem."
+
+    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+        parser.add_argument("path")
+        parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+        path = Path(options["path"])
+        if not path.is_dir():
+            raise CommandError(f"{path} is not a directory")
+        report = check(path)
+        if options["json"]:
+            self.stdout.write(json.dumps(report, indent=2, sort_keys=False))
+        else:
+            self.stdout.write(f"{len(report['memories'])} memories")
+            for p in report["problems"]:
+                self.stdout.write(f"{p['path']}:{p['line'] or ''} {p['code']} {p['message']}")
+            for s in report["secrets"]:
+                self.stdout.write(f"{s['path']}:{s['line']} secret ({s['rule']})")
+            for s in report["stale"]:
+                self.stdout.write(f"{s['id']} {s['code']} {s['link']}")
+            for a in report["ambiguous_refs"]:
+                self.stdout.write(f"ambiguous {a['ref']}: {', '.join(a['ids'])}")
+        if not report["ok"]:
+            raise SystemExit(1)
