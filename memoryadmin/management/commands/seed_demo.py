@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import importlib
-import os
 import secrets
 
 from django.contrib.auth import get_user_model
@@ -9,6 +8,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from memoryadmin.audit import Actor
+from memoryadmin.env import env_str
 from memoryadmin.models import Role, Team
 from memoryadmin.services import membership_set, team_create
 
@@ -27,15 +27,12 @@ class Command(BaseCommand):
             )
             admin = User.objects.filter(username="admin").first()
             if admin is None:
-                password = os.environ.get("MEMORYADMIN_ADMIN_PASSWORD") or secrets.token_urlsafe(12)
+                given = env_str("MEMORYADMIN_ADMIN_PASSWORD")
+                password = given or secrets.token_urlsafe(12)
                 admin = User.objects.create_superuser("admin", "admin@example.org", password)
                 admin.first_name, admin.last_name = "Ada", "Admin"
                 admin.save(update_fields=["first_name", "last_name"])
-                shown = (
-                    "(from MEMORYADMIN_ADMIN_PASSWORD)"
-                    if os.environ.get("MEMORYADMIN_ADMIN_PASSWORD")
-                    else password
-                )
+                shown = "(from MEMORYADMIN_ADMIN_PASSWORD)" if given else password
                 self.stdout.write(
                     self.style.SUCCESS(
                         f"Created user 'admin' with password: {shown}  (shown once; keep it)"
