@@ -1,0 +1,38 @@
+"""A decision pushed by a real Celery worker process."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from memoryadmin.audit import Actor
+from memoryadmin.models import Role
+from reviews import services
+from reviews.models import Decision, PushState
+from tests.conftest import wait_for
+from tests.reviews.test_workflow import ATTEMPT, proposal
+
+pytestmark = pytest.mark.worker
+
+
+def test_it_pushes_a_decision_from_a_real_worker(celery_worker, team, make_user, remote):
+    reviewer = make_user("rita", team=team, role=Role.REVIEWER)
+    # The worker runs with the default DATA_DIR, so this test uses it too (and cleans up).
+    repository = services.repository_create(
+        actor=Actor.system(), team=team, name="app", remote_url=remote.url, allow_local=True
+    )
+    try:
+        services.repository_sync(repository_id=repository.pk)
+        memory = proposal(repository, ATTEMPT)
+        decision = services.proposal_approve(actor=Actor(user=reviewer), memory=memory)
+        assert decision.state == PushState.PENDING  # visible at once
+        wait_for(
+            lambda: Decision.objects.get(pk=decision.pk).state != PushState.PENDING, timeout=60
+        )
+        decision.refresh_from_db()
+        assert decision.state == PushState.PUSHED, decision.state_detail
+        assert remote.log("%s")[0].startswith(f"Approve {memory.ref}")
+        assert "reviews.tasks.push_repository" in celery_worker.log_path.read_text()
+    finally:
+        shutil.rmtree(repository.working_dir, ignore_errors=True)
