@@ -317,7 +317,7 @@ def _refresh_failed(
     started: datetime,
     clock: float,
 ) -> RefreshRun:
-    source = Source.objects.select_for_update().select_related("team").get(pk=source_id)
+    source = Source.objects.select_for_update(of=("self",)).select_related("team").get(pk=source_id)
     run = RefreshRun.objects.get(pk=run_id)
     previous = source.health
     now = timezone.now()
@@ -356,7 +356,7 @@ def _refresh_succeeded(
     clock: float,
 ) -> RefreshRun:
     source = (
-        Source.objects.select_for_update()
+        Source.objects.select_for_update(of=("self",))
         .select_related("team", "current_snapshot")
         .get(pk=source_id)
     )
