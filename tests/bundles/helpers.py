@@ -13,9 +13,7 @@ def embedding(values: list[float]) -> str:
     return b64encode(struct.pack(f"<{len(values)}f", *values)).decode("ascii")
 
 
-def chunk(
-    cid: int, content: str, memory_type: str = "fact", **extra: Any
-) -> dict[str, Any]:
+def chunk(cid: int, content: str, memory_type: str = "fact", **extra: Any) -> dict[str, Any]:
     return {
         "id": cid,
         "content": content,

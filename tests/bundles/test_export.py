@@ -1,0 +1,106 @@
+"""Exports: scopes, deleted chunks, the NDJSON stream against the JSON bundle."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import orjson
+import pytest
+from django.utils import timezone
+
+from bundles import protocol
+from bundles.models import Chunk
+from bundles.services import bundle_import, chunk_delete, chunk_upsert
+from memoryadmin.audit import Actor
+from tests.bundles.helpers import sample_bundle
+
+BOTH = ["bundles:import", "bundles:export"]
+
+
+@pytest.fixture
+def client(team, token_client):
+    bundle_import(team=team, actor=Actor.system(), bundle=sample_bundle())
+    return token_client(team, BOTH)
+
+
+def export(client, body, path="/v1/brain/export"):
+    return client.generic("POST", path, orjson.dumps(body), content_type="application/json")
+
+
+def parse_stream(response) -> tuple[dict, list[dict], dict]:
+    assert response["Content-Type"] == "application/x-ndjson"
+    lines = [orjson.loads(line) for line in b"".join(response.streaming_content).splitlines()]
+    return lines[0], lines[1:-1], lines[-1]
+
+
+def test_it_exports_accurate_counts_and_a_valid_checksum(client):
+    bundle = export(client, {"scope": "full"}).json()
+    assert protocol.verify_checksum(bundle).ok
+    for section in protocol.SECTIONS:
+        assert bundle["manifest"]["counts"][section] == len(bundle[section])
+    assert bundle["manifest"]["counts"]["chunks"] == 6
+    protocol.validate_envelope(bundle)
+    assert protocol.validate_bundle(bundle).errors == []
+
+
+def test_it_exports_only_dna_for_dna_only(client):
+    bundle = export(client, {"scope": "dna_only"}).json()
+    assert {c["content"] for c in bundle["chunks"]} == {
+        "Prefers tabs over spaces",
+        "Never force-push to main",
+        "Met the café team in Zürich 🎉",
+        "Pinned reminder",
+    }
+    assert [e["name"] for e in bundle["entities"]] == ["Alice"]
+    assert bundle["memory_edges"] == []  # each sample edge touches a non-DNA chunk
+    assert protocol.verify_checksum(bundle).ok
+
+
+def test_it_exports_what_changed_since(client, team):
+    later = timezone.now() + timedelta(seconds=1)
+    Chunk.objects.filter(team=team).update(updated_at=timezone.now() - timedelta(days=1))
+    chunk_upsert(team=team, actor=Actor.system(), content="brand new", memory_type="fact")
+    bundle = export(
+        client, {"scope": "since", "since": (later - timedelta(minutes=5)).isoformat()}
+    ).json()
+    assert [c["content"] for c in bundle["chunks"]] == ["brand new"]
+    assert bundle["manifest"]["scope"] == "since" and bundle["manifest"]["since"]
+    response = export(client, {"scope": "since"})
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "since-missing"
+
+
+def test_it_never_exports_deleted_chunks(client, team):
+    gone = Chunk.objects.get(team=team, content="Deploys happen on Tuesdays")
+    chunk_delete(chunk=gone, actor=Actor.system(), automatic=False)
+    bundle = export(client, {}).json()
+    assert "Deploys happen on Tuesdays" not in {c["content"] for c in bundle["chunks"]}
+    assert bundle["memory_edges"] == []  # both sample edges touch the deleted chunk
+    _, records, _ = parse_stream(export(client, {}, "/v1/brain/export/stream"))
+    assert all(r["record"].get("content") != "Deploys happen on Tuesdays" for r in records)
+
+
+def test_it_streams_the_same_bundle_line_by_line(client):
+    whole = export(client, {"scope": "full"}).json()
+    header, records, trailer = parse_stream(
+        export(client, {"scope": "full"}, "/v1/brain/export/stream")
+    )
+    assert header["kind"] == "header" and trailer["kind"] == "trailer"
+    rebuilt = {k: v for k, v in header.items() if k != "kind"}
+    for name in protocol.SECTIONS:
+        rebuilt[name] = [r["record"] for r in records if r["kind"] == name]
+    assert trailer["counts_match"] is True
+    assert trailer["counts"] == header["manifest"]["counts"] == whole["manifest"]["counts"]
+    rebuilt["manifest"]["checksum"] = trailer["checksum"]
+    assert protocol.verify_checksum(rebuilt).ok
+    # Same data, so with the same exported_at the two checksums are equal.
+    rebuilt["exported_at"] = whole["exported_at"]
+    assert protocol.bundle_checksum(rebuilt) == whole["manifest"]["checksum"]
+    for name in protocol.SECTIONS:
+        assert rebuilt[name] == whole[name]
+
+
+def test_it_keeps_the_stream_order_header_sections_trailer(client):
+    _, records, _ = parse_stream(export(client, {}, "/v1/brain/export/stream"))
+    kinds = [r["kind"] for r in records]
+    assert kinds == sorted(kinds, key=protocol.SECTIONS.index)
