@@ -177,3 +177,29 @@ def test_it_refuses_bad_locations(team, location):
 
     with pytest.raises(ValidationError):
         services.source_add(actor=Actor.system(), team=team, location=location)
+
+
+def test_it_allows_plain_http_to_loopback_only_when_configured(team, settings):
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    from tests.sources.conftest import HttpsServer, _Handler
+
+    settings.SOURCE_ALLOW_HTTP_LOOPBACK = True
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    app = HttpsServer(port=httpd.server_address[1])
+    httpd.app = app  # type: ignore[attr-defined]
+    _publish(app, ["a"])
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        source = _approved(team, f"http://127.0.0.1:{app.port}/src/")
+        run = _refresh(source)
+        assert run.status == RunStatus.SUCCEEDED, run.error
+        settings.SOURCE_ALLOW_HTTP_LOOPBACK = False
+        run = _refresh(source)
+        assert run.error_code == "insecure-url"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
