@@ -25,7 +25,7 @@ class ProposalNotOpen(ValidationError):
 
 def bot_identity() -> tuple[str, str]:
     name, email = parseaddr(settings.REVIEW_BOT_IDENTITY)
-    return name or "memoryadmin", email or "memoryadmin@localhost"
+    return name or "memoryadmin", email or "bot@localhost"
 
 
 def commit_identity(actor: Actor) -> tuple[str, str]:

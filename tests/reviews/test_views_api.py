@@ -226,7 +226,7 @@ def test_it_uses_the_bot_identity_for_a_token_without_creator(
             format="json",
         )
     assert response.status_code == 202, response.content
-    assert remote.log("%an|%ae|%s")[0] == "memoryadmin|memoryadmin@localhost|Reject 2 proposals"
+    assert remote.log("%an|%ae|%s")[0] == "memoryadmin|bot@localhost|Reject 2 proposals"
     decision_id = response.json()["decisions"][0]["id"]
     assert api.get(f"/api/reviews/decisions/{decision_id}/").json()["state"] == "pushed"
 
