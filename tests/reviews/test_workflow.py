@@ -277,3 +277,38 @@ def test_it_lands_two_concurrent_approvals_in_order(team, remote, data_dir, make
     # in order: the later decision's commit sits on top of the earlier one
     assert subjects[0].startswith(f"Approve {decisions[1].items.get().ref}")
     assert proposal(repo, SQLITE).status == "active" and proposal(repo, ATTEMPT).status == "active"
+
+
+def test_it_syncs_due_repositories_from_the_beat_task(repository, remote):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from reviews.models import Repository
+    from reviews.tasks import sync_due_repositories
+
+    head = remote.commit({"README.md": "new\n"}, "Move on")
+    assert sync_due_repositories() == 0  # just synced: not due
+    Repository.objects.filter(pk=repository.pk).update(
+        last_sync_at=timezone.now() - timedelta(hours=1)
+    )
+    assert sync_due_repositories() == 1  # eager in tests: runs now
+    repository.refresh_from_db()
+    assert repository.head_commit == head
+
+
+def test_it_keeps_the_history_query_count_flat(
+    client, reviewer_user, repository, django_assert_max_num_queries
+):
+    from django.urls import reverse
+
+    for memory_id in (SQLITE, ATTEMPT):
+        services.proposal_reject(
+            actor=Actor(user=reviewer_user), memory=proposal(repository, memory_id), comment="no"
+        )
+    client.force_login(reviewer_user)
+    url = reverse("review-history", args=["alpha"])
+    client.get(url)
+    with django_assert_max_num_queries(8):
+        body = client.get(url).content.decode()
+    assert body.count("badge warn") == 2 and 'hx-trigger="every 2s"' in body
