@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.utils import timezone
+from django_ratelimit.core import is_ratelimited
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.plumbing import build_bearer_security_scheme_object
 from rest_framework import authentication, exceptions
@@ -46,17 +48,27 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed(
                 "Authorization header must be 'Bearer <token>'.", code="token-malformed"
             )
+        # Guessing tokens is throttled per client address: refuse early once over the limit.
+        if _failures_limited(request, increment=False):
+            raise exceptions.Throttled(wait=60, detail="Too many failed token attempts.")
         token = (
             ApiToken.objects.select_related("team").filter(secret_hash=token_hash(parts[1])).first()
         )
+        failure = None
         if token is None:
-            raise exceptions.AuthenticationFailed("Unknown API token.", code="token-unknown")
-        if token.revoked_at is not None:
-            raise exceptions.AuthenticationFailed(
+            failure = exceptions.AuthenticationFailed("Unknown API token.", code="token-unknown")
+        elif token.revoked_at is not None:
+            failure = exceptions.AuthenticationFailed(
                 "This API token was revoked.", code="token-revoked"
             )
-        if token.is_expired:
-            raise exceptions.AuthenticationFailed("This API token expired.", code="token-expired")
+        elif token.is_expired:
+            failure = exceptions.AuthenticationFailed(
+                "This API token expired.", code="token-expired"
+            )
+        if failure is not None:
+            if _failures_limited(request, increment=True):
+                raise exceptions.Throttled(wait=60, detail="Too many failed token attempts.")
+            raise failure
         now = timezone.now()
         if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
             # A bounded write: at most one per token per minute, not one per request.
@@ -66,6 +78,16 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request) -> str:  # type: ignore[no-untyped-def]
         return self.keyword
+
+
+def _failures_limited(request, *, increment: bool) -> bool:  # type: ignore[no-untyped-def]
+    return is_ratelimited(
+        request=getattr(request, "_request", request),
+        group="memoryadmin.token-failures",
+        key="ip",
+        rate=settings.MEMORYADMIN_TOKEN_FAILURE_RATE,
+        increment=increment,
+    )
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):

@@ -123,6 +123,11 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = DEBUG
 WHITENOISE_AUTOREFRESH = DEBUG
 
+# Rate limits (django-ratelimit syntax, per client address): login posts and failed tokens.
+MEMORYADMIN_LOGIN_RATE = env_str("MEMORYADMIN_LOGIN_RATE", "10/m")
+MEMORYADMIN_TOKEN_FAILURE_RATE = env_str("MEMORYADMIN_TOKEN_FAILURE_RATE", "30/m")
+RATELIMIT_USE_CACHE = "default"
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
+from django_ratelimit.core import is_ratelimited
 
 from memoryadmin import services
 from memoryadmin.audit import Actor
@@ -17,6 +20,24 @@ from memoryadmin.health import health
 from memoryadmin.models import ApiToken, AuditEvent
 from memoryadmin.permissions import Action, teams_for
 from memoryadmin.web import team_view
+
+
+class RateLimitedLoginView(auth_views.LoginView):
+    """Django's login, refusing (429) more than MEMORYADMIN_LOGIN_RATE posts per client address."""
+
+    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:  # type: ignore[no-untyped-def]
+        if is_ratelimited(
+            request=request,
+            group="memoryadmin.login",
+            key="ip",
+            rate=settings.MEMORYADMIN_LOGIN_RATE,
+            increment=True,
+        ):
+            form = self.get_form()
+            form.errors.clear()
+            form.add_error(None, "Too many login attempts. Wait a minute and try again.")
+            return self.render_to_response(self.get_context_data(form=form), status=429)
+        return super().post(request, *args, **kwargs)
 
 
 @login_required

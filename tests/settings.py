@@ -8,6 +8,9 @@ os.environ.setdefault("MEMORYADMIN_SECRET_KEY", "test-secret-key-" + "t" * 40)
 os.environ.setdefault("MEMORYADMIN_SECURE_SSL_REDIRECT", "false")
 os.environ.setdefault("MEMORYADMIN_SECURE_COOKIES", "false")
 os.environ.setdefault("MEMORYADMIN_CELERY_EAGER", "true")
+# Suites log in and fail tokens far more often than people; the rate-limit tests lower these.
+os.environ.setdefault("MEMORYADMIN_LOGIN_RATE", "10000/m")
+os.environ.setdefault("MEMORYADMIN_TOKEN_FAILURE_RATE", "10000/m")
 os.environ.setdefault("MEMORYADMIN_SOURCE_ALLOW_PRIVATE_ADDRESSES", "true")
 # One queue per test session, so parallel runs on one broker never take each other's tasks.
 os.environ.setdefault("MEMORYADMIN_CELERY_QUEUE", f"memoryadmin-test-{os.getpid()}")
