@@ -68,11 +68,13 @@ def chunk_upsert(
         "valid_until": valid_until,
         "updated_at": now,
     }
-    chunk = (
+    # order_by() keeps SQLite on the (team, content_hash) unique index.
+    found = list(
         Chunk.objects.select_for_update()
         .filter(team=team, content_hash=parsed.content_hash)
-        .first()
+        .order_by()[:1]
     )
+    chunk = found[0] if found else None
     created = chunk is None
     if chunk is None:
         chunk = Chunk.objects.create(
