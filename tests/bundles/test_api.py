@@ -93,6 +93,14 @@ def test_it_refuses_a_body_over_the_limit_with_413(client, settings, team):
     assert Chunk.objects.filter(team=team).count() == 0
 
 
+def test_it_refuses_by_content_length_before_reading(client, settings):
+    settings.BUNDLE_MAX_BYTES = 10
+    big = make_bundle(chunks=[chunk(1, "x" * 80_000)])
+    response = post_json(client, IMPORT, big)
+    assert response.status_code == 413
+    assert error_of(response)["details"]["content_length"] > 80_000
+
+
 @pytest.mark.parametrize(
     ("change", "code"),
     [
