@@ -15,6 +15,12 @@ class CredentialKind(models.TextChoices):
     SSH_KEY = "ssh-key", "SSH deploy key"
 
 
+class SyncState(models.TextChoices):
+    IDLE = "idle", "Idle"
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+
+
 class Repository(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="repositories")
     name = models.CharField(max_length=100)
@@ -36,6 +42,12 @@ class Repository(models.Model):
     problems = models.JSONField(default=list, blank=True)  # format problems at last sync
     ambiguous_refs = models.JSONField(default=dict, blank=True)
     sync_interval_minutes = models.PositiveIntegerField(default=15)
+    # Live progress of the sync task: idle, queued or running (see SyncState).
+    sync_state = models.CharField(max_length=8, choices=SyncState.choices, default=SyncState.IDLE)
+    sync_requested_at = models.DateTimeField(null=True, blank=True)
+    sync_started_at = models.DateTimeField(null=True, blank=True)
+    # Reviewer routing (reviews.routing): [{"pattern": str, "reviewers": [username, ...]}].
+    routing_rules = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -92,6 +104,10 @@ class Memory(models.Model):
     has_secret = models.BooleanField(default=False)
     is_stale = models.BooleanField(default=False)
     indexed_at = models.DateTimeField(default=timezone.now)
+    # Who the repository's routing rules assign this proposal to (recomputed at each sync).
+    assigned_reviewers = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="+"
+    )
 
     class Meta:
         ordering = ["added_at", "id"]
@@ -165,9 +181,61 @@ class DecisionItem(models.Model):
     path = models.CharField(max_length=500)
     blob_sha = models.CharField(max_length=40)  # what the reviewer saw; any other blob = conflict
     supersedes = models.CharField(max_length=255, blank=True)
+    proposed_at = models.DateTimeField(null=True, blank=True)  # for time-to-decision
+    # The first of two approvals, when the team requires two (named in the commit message).
+    first_approval = models.ForeignKey(
+        "Approval", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         ordering = ["id"]
 
     def __str__(self) -> str:
         return f"{self.ref} {self.title}"
+
+
+class ReviewSettings(models.Model):
+    """Team-level review policy, edited by team admins."""
+
+    team = models.OneToOneField(Team, on_delete=models.CASCADE, related_name="review_settings")
+    require_two_approvals = models.BooleanField(
+        default=False,
+        help_text="Constraint and decision proposals need two approvals from different reviewers.",
+    )
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "review settings"
+
+    def __str__(self) -> str:
+        return f"review settings of {self.team}"
+
+
+TWO_APPROVAL_TYPES = ("constraint", "decision")
+
+
+class Approval(models.Model):
+    """A first approval that waits for a second reviewer; it only counts for the blob it saw."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="approvals")
+    blob_sha = models.CharField(max_length=40)
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    token = models.ForeignKey(
+        ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    approver_key = models.CharField(max_length=40)  # "user:<id>" or "token:<id>": one person
+    actor_label = models.CharField(max_length=200)
+    author_name = models.CharField(max_length=200)
+    author_email = models.CharField(max_length=200)
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["memory", "blob_sha"])]
+
+    def __str__(self) -> str:
+        return f"first approval of {self.memory_id} by {self.actor_label}"

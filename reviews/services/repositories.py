@@ -16,10 +16,12 @@ from django.utils import timezone
 
 from memoryadmin import crypto
 from memoryadmin.audit import Actor, audit_record
+from memoryadmin.locks import LockBusy
 from memoryadmin.models import Team
 from reviews import memoryrail
 from reviews.git import Credential, GitError, WorkingCopy
-from reviews.models import CredentialKind, Memory, Repository
+from reviews.models import CredentialKind, Memory, Repository, SyncState
+from reviews.services.routing import assignments_refresh
 
 _SCP_LIKE = re.compile(r"^[A-Za-z0-9._\-]+@[A-Za-z0-9.\-]+:(?!//)[^\s]+$")
 _BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/\-]+(?<!\.lock)(?<![/.])$")
@@ -98,6 +100,8 @@ def repository_create(
         credential_encrypted=crypto.encrypt(credential_secret) if credential_secret else "",
         ssh_known_hosts=ssh_known_hosts.strip() + "\n" if ssh_known_hosts.strip() else "",
         push_enabled=push_enabled,
+        sync_state=SyncState.QUEUED,
+        sync_requested_at=timezone.now(),
     )
     audit_record(
         actor=actor,
@@ -131,6 +135,9 @@ def repository_sync_request(*, actor: Actor, repository: Repository) -> None:
         team=repository.team,
         target=repository,
         summary=f"Asked to sync repository {repository.name}",
+    )
+    Repository.objects.filter(pk=repository.pk).exclude(sync_state=SyncState.RUNNING).update(
+        sync_state=SyncState.QUEUED, sync_requested_at=timezone.now()
     )
     repository_id = repository.pk
     transaction.on_commit(lambda: _queue_sync(repository_id))
@@ -244,13 +251,25 @@ def repository_sync(*, repository_id: int, wait: float = 60.0) -> Repository:
     try:
         copy = working_copy(repository)
         with copy.locked(wait=wait):
+            _set_sync_state(repository_id, SyncState.RUNNING)
             head = copy.sync()
             snapshot = read_snapshot(copy, head)
+    except LockBusy:
+        _set_sync_state(repository_id, SyncState.QUEUED)  # the task retries
+        raise
     except GitError as exc:
         repository_sync_failed(repository=repository, message=exc.message)
         repository.refresh_from_db()
         return repository
     return index_store(repository=repository, snapshot=snapshot)
+
+
+def _set_sync_state(repository_id: int, state: str) -> None:
+    """Progress shown live on the repository page and in the API (not audited: no decision)."""
+    changes: dict[str, Any] = {"sync_state": state}
+    if state == SyncState.RUNNING:
+        changes["sync_started_at"] = timezone.now()
+    Repository.objects.filter(pk=repository_id).update(**changes)
 
 
 @transaction.atomic
@@ -260,7 +279,8 @@ def repository_sync_failed(*, repository: Repository, message: str) -> None:
     repository.last_sync_at = timezone.now()
     repository.last_sync_ok = False
     repository.last_error = message
-    repository.save(update_fields=["last_sync_at", "last_sync_ok", "last_error"])
+    repository.sync_state = SyncState.IDLE
+    repository.save(update_fields=["last_sync_at", "last_sync_ok", "last_error", "sync_state"])
     if first:  # audit the change into failure, not every retry of the same failure
         audit_record(
             actor=Actor.system(),
@@ -306,6 +326,7 @@ def index_store(*, repository: Repository, snapshot: Snapshot) -> Repository:
     repository.head_commit = snapshot.head
     repository.problems = snapshot.problems
     repository.ambiguous_refs = snapshot.ambiguous_refs
+    repository.sync_state = SyncState.IDLE
     if snapshot.config is None:
         # No readable config: keep the last index and say why instead of emptying the queue.
         problem = snapshot.problems[0] if snapshot.problems else {"code": "config-missing"}
@@ -340,6 +361,7 @@ def index_store(*, repository: Repository, snapshot: Snapshot) -> Repository:
     gone = [pk for memory_id, m in existing.items() if memory_id not in seen for pk in [m.pk]]
     if gone:
         Memory.objects.filter(pk__in=gone).delete()
+    assignments_refresh(repository=repository)
     if previous_head != snapshot.head:
         audit_record(
             actor=Actor.system(),
