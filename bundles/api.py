@@ -8,7 +8,15 @@ import orjson
 from django.conf import settings
 from django.http import HttpResponse, StreamingHttpResponse
 from django.urls import reverse
-from rest_framework import permissions
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    inline_serializer,
+)
+from rest_framework import permissions, serializers
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.request import Request
@@ -30,7 +38,7 @@ from bundles.services.imports import job_progress
 from bundles.spec import server_spec
 from bundles.uploads import BundleUploadHandler, Spooled, TooLargeError, spool_body
 from memoryadmin.api import HasScope, request_team
-from memoryadmin.api_errors import ApiError
+from memoryadmin.api_errors import AUTH_ERRORS, ApiError, error_responses
 from memoryadmin.audit import Actor
 from memoryadmin.models import Scope, Team
 
@@ -139,6 +147,100 @@ def _export_request(request: Request) -> ExportRequest:
         raise ApiError(400, exc.code, exc.message, {"path": exc.path}) from exc
 
 
+# OpenAPI descriptions of the bodies above (documentation only; the code above is the truth).
+def _records() -> serializers.ListField:
+    return serializers.ListField(child=serializers.DictField(), required=False)
+
+
+def _tally() -> serializers.DictField:
+    return serializers.DictField(child=serializers.IntegerField())
+
+
+EXPORT_BODY = inline_serializer(
+    "ExportRequest",
+    {
+        "scope": serializers.ChoiceField(choices=protocol.SCOPES, default="full"),
+        "since": serializers.DateTimeField(
+            required=False, allow_null=True, help_text="Required with scope 'since'."
+        ),
+    },
+)
+BUNDLE = inline_serializer(
+    "Bundle",
+    {
+        "format": serializers.CharField(),
+        "version": serializers.IntegerField(),
+        "generator": serializers.CharField(),
+        "exported_at": serializers.CharField(),
+        "manifest": serializers.DictField(),
+        **{name: _records() for name in protocol.SECTIONS},
+    },
+)
+IMPORT_REPORT = inline_serializer(
+    "ImportReport",
+    {
+        "success": serializers.BooleanField(),
+        "report": inline_serializer(
+            "ImportReportBody",
+            {
+                "bundle_format": serializers.CharField(),
+                "bundle_version": serializers.IntegerField(),
+                "embedding_model_match": serializers.BooleanField(),
+                **{name: _tally() for name in protocol.SECTIONS},
+                "warnings": serializers.ListField(child=serializers.CharField()),
+            },
+        ),
+    },
+)
+IMPORT_JOB = inline_serializer(
+    "ImportJob",
+    {
+        "id": serializers.IntegerField(),
+        "url": serializers.CharField(),
+        "state": serializers.ChoiceField(choices=ImportJob._meta.get_field("state").choices),
+        "filename": serializers.CharField(allow_blank=True),
+        "size_bytes": serializers.IntegerField(),
+        "progress": inline_serializer(
+            "ImportProgress",
+            {
+                "records_done": serializers.IntegerField(),
+                "records_total": serializers.IntegerField(),
+            },
+        ),
+        "report": serializers.JSONField(allow_null=True, help_text="The ImportReport when done."),
+        "error": inline_serializer(
+            "ImportJobError",
+            {"code": serializers.CharField(), "message": serializers.CharField()},
+            allow_null=True,
+        ),
+        "created_at": serializers.CharField(),
+        "started_at": serializers.CharField(allow_null=True),
+        "finished_at": serializers.CharField(allow_null=True),
+    },
+)
+IMPORT_FLAGS = [
+    OpenApiParameter(name, OpenApiTypes.STR, enum=["true", "false"], description=text)
+    for name, text in (
+        ("keep_embeddings", "Default true; false drops every embedding."),
+        ("accept_foreign_embeddings", "Default false; true keeps another model's embeddings."),
+    )
+]
+IMPORT_RESPONSES = {
+    200: IMPORT_REPORT,
+    202: OpenApiResponse(
+        inline_serializer("ImportAccepted", {"job": IMPORT_JOB}),
+        description="Larger than the sync limit: a background job (URL also in Location).",
+    ),
+    **error_responses(400, *AUTH_ERRORS, 413, 415, 422),
+}
+MINIMAL_BUNDLE = {
+    "format": "memoryai-bundle",
+    "version": 1,
+    "manifest": {"counts": {"chunks": 1}},
+    "chunks": [{"id": 1, "content": "We deploy on Tuesdays.", "memory_type": "decision"}],
+}
+
+
 class _BrainView(APIView):
     permission_classes = [HasScope]
 
@@ -147,6 +249,14 @@ class ExportView(_BrainView):
     required_scopes = {"POST": Scope.BUNDLES_EXPORT}
     parser_classes = [JSONParser]
 
+    @extend_schema(
+        summary="Export the team's brain as one bundle",
+        request=EXPORT_BODY,
+        responses={200: BUNDLE, **error_responses(400, *AUTH_ERRORS)},
+        examples=[
+            OpenApiExample("Since", value={"scope": "since", "since": "2026-01-01T00:00:00Z"})
+        ],
+    )
     def post(self, request: Request) -> HttpResponse:
         bundle = bundle_export(
             team=request_team(request),
@@ -160,6 +270,27 @@ class ExportStreamView(_BrainView):
     required_scopes = {"POST": Scope.BUNDLES_EXPORT}
     parser_classes = [JSONParser]
 
+    @extend_schema(
+        summary="Export the team's brain as NDJSON lines (streamed)",
+        description="One JSON object per line: a header, the records section by section, "
+        "then a trailer with the counts sent and the bundle checksum.",
+        request=EXPORT_BODY,
+        responses={
+            (200, "application/x-ndjson"): OpenApiResponse(
+                OpenApiTypes.STR,
+                description="Header, record and trailer lines.",
+                examples=[
+                    OpenApiExample(
+                        "Stream",
+                        value='{"kind":"header","format":"memoryai-bundle","version":1,…}\n'
+                        '{"kind":"chunks","record":{…}}\n'
+                        '{"kind":"trailer","counts":{…},"counts_match":true,"checksum":"…"}\n',
+                    )
+                ],
+            ),
+            **error_responses(400, *AUTH_ERRORS),
+        },
+    )
     def post(self, request: Request) -> StreamingHttpResponse:
         lines = bundle_export_stream(
             team=request_team(request),
@@ -175,6 +306,13 @@ class ImportView(_BrainView):
     required_scopes = {"POST": Scope.BUNDLES_IMPORT}
     parser_classes: list = []  # the body is read as a bounded stream, never whole by DRF
 
+    @extend_schema(
+        summary="Import a bundle (JSON body)",
+        parameters=IMPORT_FLAGS,
+        request={"application/json": OpenApiTypes.OBJECT},
+        responses=IMPORT_RESPONSES,
+        examples=[OpenApiExample("Bundle", value=MINIMAL_BUNDLE, request_only=True)],
+    )
     def post(self, request: Request) -> Response:
         if _media_type(request) != "application/json":
             raise ApiError(415, "unsupported-media-type", "Send the bundle as application/json.")
@@ -204,6 +342,16 @@ class ImportFileView(_BrainView):
         request._request.upload_handlers = [self.upload_handler]
         super().initial(request, *args, **kwargs)
 
+    @extend_schema(
+        summary="Import a bundle uploaded as a file (multipart, field 'file')",
+        parameters=IMPORT_FLAGS,
+        request={
+            "multipart/form-data": inline_serializer(
+                "BundleUpload", {"file": serializers.FileField()}
+            )
+        },
+        responses=IMPORT_RESPONSES,
+    )
     def post(self, request: Request) -> Response:
         if _media_type(request) != "multipart/form-data":
             raise ApiError(
@@ -248,6 +396,10 @@ def _import_response(status: int, body: dict[str, Any]) -> Response:
 class ImportJobView(_BrainView):
     required_scopes = {"GET": Scope.BUNDLES_IMPORT}
 
+    @extend_schema(
+        summary="A large import's state, progress and report",
+        responses={200: IMPORT_JOB, **error_responses(*AUTH_ERRORS, 404)},
+    )
     def get(self, request: Request, job_id: int) -> Response:
         job = ImportJob.objects.filter(pk=job_id, team=request_team(request)).first()
         if job is None:
@@ -259,6 +411,10 @@ class SpecView(APIView):
     authentication_classes: list = []
     permission_classes = [permissions.AllowAny]
 
+    @extend_schema(
+        summary="This server's MemoryAI protocol description (no token needed)",
+        responses={200: OpenApiTypes.OBJECT},
+    )
     def get(self, request: Request) -> Response:
         return Response(
             server_spec(

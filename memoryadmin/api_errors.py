@@ -6,7 +6,8 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
-from rest_framework import exceptions, status
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse
+from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -23,6 +24,62 @@ DEFAULT_CODES = {
     422: "invalid",
     429: "throttled",
 }
+
+
+ERROR_DESCRIPTIONS = {
+    400: "The request is invalid (`details` says which field, when there is one).",
+    401: "No credentials, or an unknown, revoked or expired token.",
+    403: "The token lacks the scope, or the user's role is too low.",
+    404: "No such object in the caller's team.",
+    409: "The request conflicts with the current state.",
+    413: "The body is larger than the server accepts.",
+    415: "The body's media type is not the one this endpoint reads.",
+    422: "The body is well-formed but breaks the format's rules.",
+    429: "Too many failed token attempts from this address; retry later.",
+}
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="Stable, machine-readable error code.")
+    message = serializers.CharField(help_text="Human-readable explanation.")
+    details = serializers.JSONField(
+        allow_null=True, help_text="Field errors or other structured context, or null."
+    )
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The one error shape of the whole API (OpenAPI component `Error`)."""
+
+    error = ErrorDetailSerializer()
+
+
+def error_responses(*status_codes: int) -> dict[int, OpenApiResponse]:
+    """OpenAPI responses for `extend_schema(responses=...)`: each status with the Error body."""
+    return {
+        code: OpenApiResponse(
+            ErrorSerializer,
+            description=ERROR_DESCRIPTIONS[code],
+            examples=[
+                OpenApiExample(
+                    f"{code} {DEFAULT_CODES[code]}",
+                    value={
+                        "error": {
+                            "code": DEFAULT_CODES[code],
+                            "message": ERROR_DESCRIPTIONS[code],
+                            "details": None,
+                        }
+                    },
+                    status_codes=[code],
+                    response_only=True,
+                )
+            ],
+        )
+        for code in status_codes
+    }
+
+
+# What every token-authenticated endpoint can answer, besides its own errors.
+AUTH_ERRORS = (401, 403, 429)
 
 
 class ApiError(exceptions.APIException):

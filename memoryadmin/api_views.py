@@ -4,20 +4,73 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiExample, PolymorphicProxySerializer, extend_schema
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryadmin.api import request_token
+from memoryadmin.api_errors import error_responses
 from memoryadmin.models import Membership, Team
+
+
+class TokenInfoSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    prefix = serializers.CharField()
+    scopes = serializers.ListField(child=serializers.CharField())
+    expires_at = serializers.DateTimeField(allow_null=True)
+
+
+class MeTokenSerializer(serializers.Serializer):
+    team = serializers.SlugField(help_text="The token's team.")
+    token = TokenInfoSerializer()
+
+
+class TeamRoleSerializer(serializers.Serializer):
+    slug = serializers.SlugField()
+    name = serializers.CharField()
+    role = serializers.ChoiceField(choices=["admin", "reviewer", "viewer"])
+
+
+class MeUserSerializer(serializers.Serializer):
+    user = serializers.CharField(help_text="The signed-in user's username.")
+    is_superuser = serializers.BooleanField()
+    teams = TeamRoleSerializer(many=True)
 
 
 class MeView(APIView):
     """`GET /api/me/`: the token's team and metadata, or the session user and their roles."""
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="Who is calling")
+    @extend_schema(
+        summary="Who is calling",
+        description="With a token: its team, name, prefix, scopes and expiry. "
+        "With a browser session: the user and their role in each team.",
+        responses={
+            200: PolymorphicProxySerializer(
+                component_name="Me",
+                serializers=[MeTokenSerializer, MeUserSerializer],
+                resource_type_field_name=None,
+            ),
+            **error_responses(401, 429),
+        },
+        examples=[
+            OpenApiExample(
+                "Token",
+                value={
+                    "team": "alpha",
+                    "token": {
+                        "name": "ci",
+                        "prefix": "ma_3f9c",
+                        "scopes": ["context:read"],
+                        "expires_at": None,
+                    },
+                },
+                response_only=True,
+                status_codes=[200],
+            )
+        ],
+    )
     def get(self, request: Request) -> Response:
         token = request_token(request)
         if token is not None:

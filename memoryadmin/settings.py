@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "memoryadmin",
     "sources",
@@ -248,6 +249,13 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Sources, reviews and MemoryAI bundles for a team's agent memory.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "REDOC_DIST": "SIDECAR",  # Redoc's JS from our static files, not a CDN
+    "ENUM_NAME_OVERRIDES": {
+        "SourceKindEnum": "sources.models.SourceKind",
+        "SourceStateEnum": "sources.models.SourceState",
+        "DecisionKindEnum": "reviews.models.DecisionKind",
+        "PushStateEnum": "reviews.models.PushState",
+    },
 }
 
 LOGGING = {

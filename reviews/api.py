@@ -7,17 +7,25 @@ token's creator when there is one, else by the configured bot identity (REVIEW_B
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied, ValidationError
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryadmin.api import HasScope, request_team
-from memoryadmin.api_errors import ApiError
+from memoryadmin.api_errors import AUTH_ERRORS, ApiError, error_responses
 from memoryadmin.audit import Actor
 from reviews import selectors, services
 from reviews.models import Decision, Memory, Repository
 from reviews.serializers import (
+    BatchResultSerializer,
     BatchSerializer,
     DecideSerializer,
     DecisionSerializer,
@@ -28,6 +36,34 @@ from reviews.serializers import (
 
 READ = {"GET": "reviews:read"}
 WRITE = {"POST": "reviews:write"}
+
+KEY = OpenApiParameter(
+    "key",
+    OpenApiTypes.STR,
+    OpenApiParameter.PATH,
+    description="The memory's primary key, its MemoryRail id, or its short ref.",
+)
+REPOSITORY = OpenApiParameter(
+    "repository",
+    OpenApiTypes.INT,
+    description="Only look in this repository (resolves an ambiguous ref).",
+)
+DECISION_EXAMPLE = {
+    "id": 12,
+    "kind": "approve",
+    "repository": 3,
+    "refs": ["D-7a3f"],
+    "comment": "Matches what we agreed.",
+    "actor_label": "rita",
+    "author_name": "Rita",
+    "author_email": "rita@example.org",
+    "state": "pending",
+    "state_detail": "",
+    "commit_sha": "",
+    "created_at": "2026-01-05T09:00:00Z",
+    "finished_at": None,
+}
+DECIDE_ERRORS = error_responses(400, *AUTH_ERRORS, 404, 409)
 
 
 def _decide_error(exc: ValidationError) -> ApiError:
@@ -63,6 +99,12 @@ def resolve_proposal(request: Request, key: str) -> Memory:
     return found[0]
 
 
+@extend_schema_view(
+    get=extend_schema(
+        summary="List the team's review repositories",
+        responses={200: RepositorySerializer(many=True), **error_responses(*AUTH_ERRORS)},
+    )
+)
 class RepositoryList(generics.ListAPIView):
     permission_classes = [HasScope]
     required_scopes = READ
@@ -72,6 +114,12 @@ class RepositoryList(generics.ListAPIView):
         return Repository.objects.filter(team=request_team(self.request)).order_by("id")
 
 
+@extend_schema_view(
+    get=extend_schema(
+        summary="A review repository",
+        responses={200: RepositorySerializer, **error_responses(*AUTH_ERRORS, 404)},
+    )
+)
 class RepositoryDetail(generics.RetrieveAPIView):
     permission_classes = [HasScope]
     required_scopes = READ
@@ -81,6 +129,22 @@ class RepositoryDetail(generics.RetrieveAPIView):
         return Repository.objects.filter(team=request_team(self.request))
 
 
+@extend_schema_view(
+    get=extend_schema(
+        summary="The review queue: open proposals, oldest first",
+        parameters=[
+            OpenApiParameter("repository", OpenApiTypes.INT, description="Only this repository."),
+            OpenApiParameter("type", OpenApiTypes.STR, description="Only this memory type."),
+            OpenApiParameter(
+                "flag",
+                OpenApiTypes.STR,
+                enum=["secret", "stale", "clean"],
+                description="Only proposals with secret findings, stale ones, or neither.",
+            ),
+        ],
+        responses={200: ProposalListSerializer(many=True), **error_responses(*AUTH_ERRORS)},
+    )
+)
 class ProposalList(generics.ListAPIView):
     permission_classes = [HasScope]
     required_scopes = READ
@@ -98,6 +162,11 @@ class ProposalDetail(APIView):
     permission_classes = [HasScope]
     required_scopes = READ
 
+    @extend_schema(
+        summary="One memory, by primary key, id or ref",
+        parameters=[KEY, REPOSITORY],
+        responses={200: ProposalSerializer, **error_responses(*AUTH_ERRORS, 404, 409)},
+    )
     def get(self, request: Request, key: str) -> Response:
         return Response(ProposalSerializer(resolve_proposal(request, key)).data)
 
@@ -127,10 +196,33 @@ class ProposalDecide(APIView):
         return Response(DecisionSerializer(decision).data, status=status.HTTP_202_ACCEPTED)
 
 
+def _decide_schema(kind: str):  # type: ignore[no-untyped-def]
+    return extend_schema_view(
+        post=extend_schema(
+            summary=f"{kind.title()} one proposal",
+            description=f"Records a {kind} decision; its commit and push run in the "
+            "background. Poll the decision for its push `state`.",
+            parameters=[KEY, REPOSITORY],
+            request=DecideSerializer,
+            responses={202: DecisionSerializer, **DECIDE_ERRORS},
+            examples=[
+                OpenApiExample(
+                    "Decision",
+                    value=DECISION_EXAMPLE | {"kind": kind},
+                    response_only=True,
+                    status_codes=[202],
+                )
+            ],
+        )
+    )
+
+
+@_decide_schema("approve")
 class ProposalApprove(ProposalDecide):
     kind = "approve"
 
 
+@_decide_schema("reject")
 class ProposalReject(ProposalDecide):
     kind = "reject"
 
@@ -139,6 +231,19 @@ class Batch(APIView):
     permission_classes = [HasScope]
     required_scopes = WRITE
 
+    @extend_schema(
+        summary="Approve or reject many proposals in one decision (one commit)",
+        parameters=[REPOSITORY],
+        request=BatchSerializer,
+        responses={202: BatchResultSerializer, **DECIDE_ERRORS},
+        examples=[
+            OpenApiExample(
+                "Batch",
+                value={"action": "approve", "proposals": ["D-7a3f", "42"], "comment": ""},
+                request_only=True,
+            )
+        ],
+    )
     def post(self, request: Request) -> Response:
         body = BatchSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -163,6 +268,12 @@ class Batch(APIView):
         )
 
 
+@extend_schema_view(
+    get=extend_schema(
+        summary="A decision and its push state",
+        responses={200: DecisionSerializer, **error_responses(*AUTH_ERRORS, 404)},
+    )
+)
 class DecisionDetail(generics.RetrieveAPIView):
     permission_classes = [HasScope]
     required_scopes = READ

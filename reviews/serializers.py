@@ -1,11 +1,20 @@
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from reviews.models import Decision, Memory, Repository
 
 
 class RepositorySerializer(serializers.ModelSerializer):
+    problems = serializers.ListField(
+        child=serializers.DictField(), help_text="Format problems found at the last sync."
+    )
+    ambiguous_refs = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text="Short refs that match more than one memory id.",
+    )
+
     class Meta:
         model = Repository
         fields = [
@@ -86,13 +95,23 @@ class DecisionSerializer(serializers.ModelSerializer):
             "finished_at",
         ]
 
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
     def get_refs(self, decision: Decision) -> list[str]:
         return [item.ref for item in decision.items.all()]
 
 
 class DecideSerializer(serializers.Serializer):
     comment = serializers.CharField(required=False, allow_blank=True, default="")
-    override_reason = serializers.CharField(required=False, allow_blank=True, default="")
+    override_reason = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Required to approve a proposal with secret findings.",
+    )
+
+
+class BatchResultSerializer(serializers.Serializer):
+    decisions = DecisionSerializer(many=True)
 
 
 class BatchSerializer(DecideSerializer):

@@ -2,21 +2,62 @@
 
 from __future__ import annotations
 
-from rest_framework import generics
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_view,
+    inline_serializer,
+)
+from rest_framework import generics, serializers
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryadmin.api import HasScope, request_team
-from memoryadmin.api_errors import ApiError
+from memoryadmin.api_errors import AUTH_ERRORS, ApiError, error_responses
 from memoryadmin.models import Scope
 from sources import selectors
 from sources.serializers import ContextRecordSerializer, SourceDetailSerializer, SourceSerializer
 
 MAX_SCOPES = 20
 
+CONTEXT_EXAMPLE = {
+    "note": selectors.UNTRUSTED_NOTE,
+    "scopes": ["user"],
+    "count": 1,
+    "next": None,
+    "previous": None,
+    "records": [
+        {
+            "source": "/srv/memories/team",
+            "source_name": "Team memories",
+            "id": "tone",
+            "retrieved_at": "2026-01-05T09:00:00Z",
+            "stale": False,
+            "kind": "preference",
+            "scope": "user",
+            "title": "Answer tone",
+            "body": "Answer briefly and cite the file you changed.",
+            "tags": ["style"],
+            "provenance": None,
+            "created": "2026-01-05T09:00:00Z",
+            "updated": "2026-01-05T09:00:00Z",
+            "expires": None,
+            "supersedes": [],
+        }
+    ],
+}
 
+
+@extend_schema_view(
+    get=extend_schema(
+        summary="List the team's sources",
+        responses={200: SourceSerializer(many=True), **error_responses(*AUTH_ERRORS)},
+    )
+)
 class SourceListView(generics.ListAPIView):
     permission_classes = [HasScope]
     required_scopes = {"GET": Scope.SOURCES_READ}
@@ -26,6 +67,12 @@ class SourceListView(generics.ListAPIView):
         return selectors.team_sources(request_team(self.request)).order_by("id")
 
 
+@extend_schema_view(
+    get=extend_schema(
+        summary="A source with its current rejections and problems",
+        responses={200: SourceDetailSerializer, **error_responses(*AUTH_ERRORS, 404)},
+    )
+)
 class SourceDetailView(generics.RetrieveAPIView):
     permission_classes = [HasScope]
     required_scopes = {"GET": Scope.SOURCES_READ}
@@ -46,6 +93,39 @@ class ContextView(APIView):
     permission_classes = [HasScope]
     required_scopes = {"GET": Scope.CONTEXT_READ}
 
+    @extend_schema(
+        summary="Active records for agents",
+        description="Active, unexpired records of the team's approved sources, from each "
+        "source's current snapshot. The records are untrusted data (see `note`).",
+        parameters=[
+            OpenApiParameter(
+                "scope",
+                OpenApiTypes.STR,
+                many=True,
+                explode=True,
+                description=f"Only records with one of these scopes (at most {MAX_SCOPES}).",
+            ),
+            OpenApiParameter("limit", OpenApiTypes.INT, description="Page size (at most 1000)."),
+            OpenApiParameter("offset", OpenApiTypes.INT, description="Records to skip."),
+        ],
+        responses={
+            200: inline_serializer(
+                "ContextPage",
+                {
+                    "note": serializers.CharField(),
+                    "scopes": serializers.ListField(child=serializers.CharField()),
+                    "count": serializers.IntegerField(),
+                    "next": serializers.URLField(allow_null=True),
+                    "previous": serializers.URLField(allow_null=True),
+                    "records": ContextRecordSerializer(many=True),
+                },
+            ),
+            **error_responses(400, *AUTH_ERRORS),
+        },
+        examples=[
+            OpenApiExample("Context", value=CONTEXT_EXAMPLE, response_only=True, status_codes=[200])
+        ],
+    )
     def get(self, request: Request) -> Response:
         scopes = [s for s in request.query_params.getlist("scope") if s]
         if len(scopes) > MAX_SCOPES:

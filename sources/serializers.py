@@ -2,15 +2,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from sources.models import Problem, Record, Rejection, Source
 
 
+class SourceCountsSerializer(serializers.Serializer):
+    """Counts of the current snapshot (all zero before the first successful refresh)."""
+
+    entries = serializers.IntegerField()
+    records = serializers.IntegerField()
+    active = serializers.IntegerField()
+    rejected = serializers.IntegerField()
+    problems = serializers.IntegerField()
+
+
 class SourceSerializer(serializers.ModelSerializer):
     name = serializers.CharField(source="display_name")
     counts = serializers.SerializerMethodField()
-    retrieved_at = serializers.DateTimeField(source="current_snapshot.retrieved_at", default=None)
+    retrieved_at = serializers.DateTimeField(
+        source="current_snapshot.retrieved_at", default=None, allow_null=True, read_only=True
+    )
 
     class Meta:
         model = Source
@@ -32,6 +45,7 @@ class SourceSerializer(serializers.ModelSerializer):
             "counts",
         ]
 
+    @extend_schema_field(SourceCountsSerializer)
     def get_counts(self, source: Source) -> dict[str, int]:
         snapshot = source.current_snapshot
         if snapshot is None:
@@ -54,6 +68,8 @@ class RejectionSerializer(serializers.ModelSerializer):
 
 
 class ProblemSerializer(serializers.ModelSerializer):
+    ids = serializers.ListField(child=serializers.CharField())
+
     class Meta:
         model = Problem
         fields = ["code", "ids", "message"]
@@ -66,11 +82,13 @@ class SourceDetailSerializer(SourceSerializer):
     class Meta(SourceSerializer.Meta):
         fields = [*SourceSerializer.Meta.fields, "rejections", "problems"]
 
+    @extend_schema_field(RejectionSerializer(many=True))
     def get_rejections(self, source: Source) -> list[dict[str, Any]]:
         if source.current_snapshot is None:
             return []
         return RejectionSerializer(source.current_snapshot.rejections.all(), many=True).data
 
+    @extend_schema_field(ProblemSerializer(many=True))
     def get_problems(self, source: Source) -> list[dict[str, Any]]:
         if source.current_snapshot is None:
             return []
@@ -82,6 +100,8 @@ class ContextRecordSerializer(serializers.ModelSerializer):
     source_name = serializers.CharField(source="source.display_name")
     id = serializers.CharField(source="record_id")
     stale = serializers.SerializerMethodField()
+    tags = serializers.ListField(child=serializers.CharField())
+    supersedes = serializers.ListField(child=serializers.CharField())
 
     class Meta:
         model = Record
@@ -103,5 +123,6 @@ class ContextRecordSerializer(serializers.ModelSerializer):
             "supersedes",
         ]
 
+    @extend_schema_field(serializers.BooleanField())
     def get_stale(self, record: Record) -> bool:
         return record.source.health == "stale"
