@@ -28,7 +28,7 @@ ROLE_ACTIONS: dict[str, frozenset[Action]] = {
 
 
 def role_of(user: AbstractBaseUser | AnonymousUser, team: Team) -> str | None:
-    if not user.is_authenticated:
+    if not user.is_authenticated or user.pk is None:  # a token principal has no memberships
         return None
     if user.is_superuser:
         return Role.ADMIN
@@ -51,7 +51,7 @@ def require(user: AbstractBaseUser | AnonymousUser, team: Team, action: Action) 
 
 
 def teams_for(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Team]:
-    if not user.is_authenticated:
+    if not user.is_authenticated or user.pk is None:  # a token principal has no memberships
         return Team.objects.none()
     if user.is_superuser:
         return Team.objects.all()
