@@ -1,0 +1,486 @@
+"""`python -m bench`: generate data, run each measured step in a fresh process, print a table.
+
+Every result is a ratio against a baseline measured in the same run on the same machine:
+absolute times drift on shared machines, ratios much less.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from bench import data
+from bench.steps import RESULT_PREFIX
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/memoryadmin_bench"
+DOC_BEGIN = "<!-- bench:results:begin -->"
+DOC_END = "<!-- bench:results:end -->"
+
+
+@dataclass
+class Row:
+    benchmark: str
+    size: str
+    measured: str
+    baseline: str
+    ratio: str
+    target: str
+    holds: bool | None
+    memory: str = ""
+
+
+@dataclass
+class Run:
+    args: argparse.Namespace
+    env: dict[str, str]
+    workdir: Path
+    rows: list[Row] = field(default_factory=list)
+
+    def step(self, name: str, **kwargs: Any) -> dict[str, Any]:
+        command = [sys.executable, "-m", "bench.steps", name, json.dumps(kwargs)]
+        result = subprocess.run(
+            command, cwd=ROOT, env=self.env, capture_output=True, text=True, check=False
+        )
+        if result.returncode != 0:
+            raise SystemExit(f"bench step {name} failed:\n{result.stdout}\n{result.stderr}")
+        for line in reversed(result.stdout.splitlines()):
+            if line.startswith(RESULT_PREFIX):
+                return json.loads(line[len(RESULT_PREFIX) :])
+        raise SystemExit(f"bench step {name} printed no result:\n{result.stdout}")
+
+    def add(self, row: Row) -> None:
+        self.rows.append(row)
+        if not self.args.quiet:
+            print(f"  {row.benchmark} [{row.size}]: {row.measured} vs {row.baseline} → {row.ratio}")
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.2f} s" if value >= 0.1 else f"{value * 1000:.1f} ms"
+
+
+def _ratio(value: float, baseline: float) -> float:
+    return value / baseline if baseline > 0 else float("inf")
+
+
+def _mb(value: float) -> str:
+    return f"+{value:.0f} MB"
+
+
+# -- database -------------------------------------------------------------------------------
+
+
+def prepare_database(url: str, workdir: Path) -> str:
+    """A fresh scratch database: PostgreSQL (dropped and created) or a SQLite file."""
+    parts = urlsplit(url)
+    if parts.scheme.startswith("sqlite"):
+        path = Path(parts.path)
+        path.unlink(missing_ok=True)
+        return url
+    import psycopg
+
+    name = parts.path.lstrip("/")
+    if not name or name in ("postgres", "test", "memoryadmin"):
+        raise SystemExit(f"refusing to benchmark in database {name!r}: name a scratch database")
+    admin_url = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin_url, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        connection.execute(f'CREATE DATABASE "{name}"')
+    return url
+
+
+def drop_database(url: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme.startswith("sqlite"):
+        Path(parts.path).unlink(missing_ok=True)
+        return
+    import psycopg
+
+    admin_url = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin_url, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{parts.path.lstrip("/")}" WITH (FORCE)')
+
+
+def migrate(run: Run) -> None:
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env=run.env,
+        check=True,
+    )
+
+
+# -- benchmarks -----------------------------------------------------------------------------
+
+
+def bench_brain(run: Run) -> None:
+    """1 and 2: import (fresh, then all duplicates) and export (JSON, NDJSON) per size."""
+    for chunks in run.args.chunk_sizes:
+        label = f"{chunks:,} chunks"
+        path = run.workdir / f"bundle-{chunks}.json"
+        sizes = data.write_bundle(path, chunks)
+        label = f"{chunks:,} chunks, {sizes['memory_edges']:,} edges, {sizes['entities']:,} ent."
+        team = f"bench-brain-{chunks}"
+        base = run.step("import_baseline", team=f"{team}-copy", path=str(path))
+        first = run.step("brain_import", team=team, path=str(path))
+        if first["chunks"]["inserted"] != chunks:
+            raise SystemExit(f"import inserted {first['chunks']} of {chunks}")
+        again = run.step("brain_import", team=team, path=str(path))
+        ratio = _ratio(first["seconds"], base["seconds"])
+        run.add(
+            Row(
+                "import, empty team",
+                label,
+                _seconds(first["seconds"]),
+                f"COPY FROM {_seconds(base['seconds'])}",
+                f"{ratio:.1f}x",
+                "<= 5x COPY",
+                ratio <= 5,
+                _mb(first["rss_growth_mb"]),
+            )
+        )
+        speedup = first["seconds"] / again["seconds"] if again["seconds"] else float("inf")
+        run.add(
+            Row(
+                "re-import, all duplicates",
+                label,
+                _seconds(again["seconds"]),
+                f"first import {_seconds(first['seconds'])}",
+                f"{speedup:.1f}x faster",
+                ">= 5x faster",
+                speedup >= 5,
+                _mb(again["rss_growth_mb"]),
+            )
+        )
+        base = run.step("export_baseline", team=team)
+        for kind in ("json", "ndjson"):
+            result = run.step("brain_export", team=team, kind=kind)
+            ratio = _ratio(result["seconds"], base["seconds"])
+            run.add(
+                Row(
+                    f"export, {'JSON' if kind == 'json' else 'NDJSON stream'}",
+                    label,
+                    _seconds(result["seconds"]),
+                    f"COPY TO {_seconds(base['seconds'])}",
+                    f"{ratio:.1f}x",
+                    "<= 3x COPY, < 150 MB",
+                    ratio <= 3 and result["rss_growth_mb"] < 150,
+                    _mb(result["rss_growth_mb"]),
+                )
+            )
+        path.unlink(missing_ok=True)
+
+
+def bench_source(run: Run) -> int:
+    """3: cold and unchanged refresh of a local source; returns the source id for the web run."""
+    records = run.args.records
+    root = run.workdir / "source"
+    data.write_source(root, records)
+    label = f"{records:,} records"
+    base = run.step("source_baseline", path=str(root))
+    source_id = run.step("source_setup", team="bench-source", path=str(root))["source_id"]
+    cold = run.step("source_refresh", source_id=source_id)
+    warm = run.step("source_refresh", source_id=source_id)
+    ratio = _ratio(cold["seconds"], base["seconds"])
+    run.add(
+        Row(
+            "source refresh, cold",
+            label,
+            _seconds(cold["seconds"]),
+            f"read + parse {_seconds(base['seconds'])}",
+            f"{ratio:.1f}x",
+            "<= 2x read + parse",
+            ratio <= 2,
+            _mb(cold["rss_growth_mb"]),
+        )
+    )
+    speedup = cold["seconds"] / warm["seconds"] if warm["seconds"] else float("inf")
+    run.add(
+        Row(
+            "source refresh, unchanged",
+            label,
+            _seconds(warm["seconds"]),
+            f"cold {_seconds(cold['seconds'])}",
+            f"{speedup:.1f}x faster",
+            ">= 20x faster",
+            speedup >= 20,
+            _mb(warm["rss_growth_mb"]),
+        )
+    )
+    return source_id
+
+
+def bench_review_index(run: Run) -> tuple[int, Path]:
+    memories, proposals = run.args.memories, run.args.proposals
+    bare = data.write_repository(run.workdir / "git", memories, proposals)
+    repository_id = run.step("review_setup", team="bench-review", remote_url=bare.as_uri())[
+        "repository_id"
+    ]
+    base = run.step("index_baseline", remote_url=bare.as_uri())
+    index = run.step("review_index", repository_id=repository_id)
+    if index["proposed"] != proposals:
+        raise SystemExit(f"indexed {index['proposed']} proposals, expected {proposals}")
+    ratio = _ratio(index["seconds"], base["seconds"])
+    run.add(
+        Row(
+            "review: index (sync)",
+            f"{memories:,} memories, {proposals:,} proposals",
+            _seconds(index["seconds"]),
+            f"clone + parse {_seconds(base['seconds'])}",
+            f"{ratio:.1f}x",
+            "(none set)",
+            None,
+            _mb(index["rss_growth_mb"]),
+        )
+    )
+    return repository_id, bare
+
+
+def bench_review_approve(run: Run, repository_id: int, bare: Path) -> None:
+    memories, proposals = run.args.memories, run.args.proposals
+    paths = data.proposal_paths(memories, proposals)
+    base = run.step("review_baseline", bare=str(bare), paths=paths)
+    result = run.step("review_approve", team="bench-review", repository_id=repository_id)
+    label = f"{proposals:,} proposals → 1 commit"
+    ratio = _ratio(result["pushed_seconds"], base["seconds"])
+    run.add(
+        Row(
+            "review: batch approve, commit, push",
+            label,
+            _seconds(result["pushed_seconds"]),
+            f"shell + git {_seconds(base['seconds'])}",
+            f"{ratio:.1f}x",
+            "<= 2x git",
+            ratio <= 2,
+            _mb(result["rss_growth_mb"]),
+        )
+    )
+    ratio = _ratio(result["seconds"], base["seconds"])
+    run.add(
+        Row(
+            "review: … and re-index after the push",
+            label,
+            _seconds(result["seconds"]),
+            f"shell + git {_seconds(base['seconds'])}",
+            f"{ratio:.1f}x",
+            "(informative)",
+            None,
+            _mb(result["rss_growth_mb"]),
+        )
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _gunicorn(run: Run, cookie: str, urls: dict[str, str]) -> dict[str, Any]:
+    import httpx
+
+    from bench.steps import time_requests
+
+    port = _free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "memoryadmin.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=run.env,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        with httpx.Client(base_url=base, cookies={"sessionid": cookie}, timeout=30) as client:
+            for _ in range(300):
+                try:
+                    client.get("/accounts/login/")
+                    break
+                except httpx.TransportError:
+                    time.sleep(0.1)
+            return time_requests(lambda url: client.get(url).status_code, urls, run.args.requests)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def bench_web(run: Run, source_id: int | None, review: bool) -> None:
+    """5: p50/p95 of the review queue and the source page, test client and real gunicorn."""
+    urls = {"baseline": "/accounts/login/"}
+    if review:
+        urls["review queue"] = "/t/bench-review/reviews/"
+    if source_id is not None:
+        urls["source page"] = f"/t/bench-source/sources/{source_id}/"
+    cookie = run.step("web_setup", teams=["bench-review", "bench-source"])["sessionid"]
+    client = run.step("web_client", sessionid=cookie, urls=urls, requests=run.args.requests)
+    served = _gunicorn(run, cookie, urls)
+    sizes = {
+        "review queue": f"{run.args.proposals:,} proposals",
+        "source page": f"{run.args.records:,} records",
+    }
+    for how, timings in (("test client", client["timings"]), ("gunicorn", served)):
+        base = timings["baseline"]
+        for name, t in timings.items():
+            if name == "baseline":
+                continue
+            queries = client["queries"][name]
+            run.add(
+                Row(
+                    f"web: {name} ({how})",
+                    f"{sizes[name]}, {queries} queries",
+                    f"p50 {t['p50_ms']:.0f} ms, p95 {t['p95_ms']:.0f} ms",
+                    f"login page p95 {base['p95_ms']:.1f} ms",
+                    f"{_ratio(t['p95_ms'], base['p95_ms']):.1f}x",
+                    "p95 < 100 ms",
+                    t["p95_ms"] < 100,
+                )
+            )
+
+
+# -- output ---------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    model = platform.processor() or "unknown CPU"
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    memory = ""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as info:
+            kb = int(info.readline().split()[1])
+            memory = f", {kb / 1024 / 1024:.0f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    return f"{os.cpu_count()} cores ({model}){memory}, Python {platform.python_version()}"
+
+
+def table(rows: list[Row]) -> str:
+    lines = [
+        "| benchmark | size | measured | baseline (same run) | ratio | target | holds | peak RSS |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        holds = "—" if r.holds is None else ("yes" if r.holds else "**no**")
+        lines.append(
+            f"| {r.benchmark} | {r.size} | {r.measured} | {r.baseline} | {r.ratio} | "
+            f"{r.target} | {holds} | {r.memory} |"
+        )
+    return "\n".join(lines)
+
+
+def write_docs(path: Path, text: str) -> None:
+    current = path.read_text(encoding="utf-8") if path.exists() else ""
+    block = f"{DOC_BEGIN}\n{text}\n{DOC_END}"
+    if DOC_BEGIN in current and DOC_END in current:
+        before, rest = current.split(DOC_BEGIN, 1)
+        after = rest.split(DOC_END, 1)[1]
+        path.write_text(before + block + after, encoding="utf-8")
+    else:
+        path.write_text(current + ("\n" if current else "") + block + "\n", encoding="utf-8")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="10k chunks and smaller volumes")
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_DATABASE_URL),
+        help="a scratch database, dropped and re-created (default %(default)s)",
+    )
+    parser.add_argument("--chunks", type=int, nargs="+", dest="chunk_sizes")
+    parser.add_argument("--records", type=int)
+    parser.add_argument("--memories", type=int)
+    parser.add_argument("--proposals", type=int)
+    parser.add_argument("--requests", type=int)
+    parser.add_argument(
+        "--only", nargs="+", choices=["brain", "source", "review", "web"], default=None
+    )
+    parser.add_argument("--workdir", type=Path, default=ROOT / "var" / "bench")
+    parser.add_argument("--write-docs", type=Path, help="replace the results block in this file")
+    parser.add_argument("--keep", action="store_true", help="keep the database and data")
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    full = {"chunk_sizes": [10_000, 100_000], "records": 10_000, "memories": 5_000}
+    quick = {"chunk_sizes": [10_000], "records": 2_000, "memories": 1_000}
+    defaults = quick if args.quick else full
+    defaults |= {"proposals": defaults["memories"] // 5, "requests": 50 if args.quick else 200}
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    only = set(args.only or ["brain", "source", "review", "web"])
+    workdir = args.workdir.resolve()
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True)
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "bench.settings",
+        "DATABASE_URL": args.database_url,
+        "MEMORYADMIN_DATA_DIR": str(workdir / "data"),
+        "PYTHONPATH": str(ROOT),
+    }
+    env.pop("MEMORYADMIN_DEBUG", None)
+    run = Run(args=args, env=env, workdir=workdir)
+    started = time.monotonic()
+    prepare_database(args.database_url, workdir)
+    try:
+        migrate(run)
+        vendor = "PostgreSQL" if args.database_url.startswith("postgres") else "SQLite"
+        print(f"bench on {vendor}, {machine()}")
+        source_id = None
+        if "brain" in only:
+            bench_brain(run)
+        if "source" in only or "web" in only:
+            source_id = bench_source(run)
+        repository = None
+        if "review" in only or "web" in only:
+            repository = bench_review_index(run)
+        if "web" in only:
+            bench_web(run, source_id, repository is not None)
+        if "review" in only and repository is not None:
+            bench_review_approve(run, *repository)
+    finally:
+        if not args.keep:
+            drop_database(args.database_url)
+            shutil.rmtree(workdir, ignore_errors=True)
+    elapsed = time.monotonic() - started
+    header = (
+        f"Measured {time.strftime('%Y-%m-%d')} on {vendor}, {machine()}; "
+        f"`python -m bench{' --quick' if args.quick else ''}` took {elapsed / 60:.1f} min."
+    )
+    text = f"{header}\n\n{table(run.rows)}"
+    print()
+    print(text)
+    if args.write_docs:
+        write_docs(args.write_docs, text)
+    return 0

@@ -1,0 +1,21 @@
+"""Settings for benchmark processes: the real settings, production-like (DEBUG off), eager tasks."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("MEMORYADMIN_SECRET_KEY", "bench-secret-key-" + "b" * 40)
+os.environ.setdefault("MEMORYADMIN_SECURE_SSL_REDIRECT", "false")
+os.environ.setdefault("MEMORYADMIN_SECURE_COOKIES", "false")
+os.environ.setdefault("MEMORYADMIN_CELERY_EAGER", "true")
+os.environ.setdefault("MEMORYADMIN_LOGIN_RATE", "100000/m")
+os.environ.setdefault("MEMORYADMIN_TOKEN_FAILURE_RATE", "100000/m")
+os.environ.setdefault("MEMORYADMIN_REPOSITORY_ALLOW_LOCAL_REMOTES", "true")
+os.environ.setdefault("MEMORYADMIN_CELERY_QUEUE", f"memoryadmin-bench-{os.getpid()}")
+
+from memoryadmin.settings import *  # noqa: F403
+
+DEBUG = False  # DEBUG keeps every SQL statement in memory: it would distort peak memory
+# Production runs collectstatic for the manifest; the plain storage needs no build step.
+STORAGES["staticfiles"]["BACKEND"] = "django.contrib.staticfiles.storage.StaticFilesStorage"  # noqa: F405
+WHITENOISE_USE_FINDERS = True  # serve app.css without a collectstatic step
