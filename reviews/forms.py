@@ -42,3 +42,25 @@ class DecisionForm(forms.Form):
 
 class BatchForm(DecisionForm):
     action = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
+
+
+class RoutingForm(forms.Form):
+    rules = forms.CharField(
+        required=False,
+        max_length=50_000,
+        label="Reviewer routing",
+        widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
+        help_text=(
+            "One rule per line: `pattern-or-type: user1 user2`. A type (decision, constraint, …)"
+            " or a glob on the memory's links and file path (src/db/, *.sql). Reviewers must"
+            " have the reviewer or admin role."
+        ),
+    )
+
+
+class ReviewSettingsForm(forms.Form):
+    require_two_approvals = forms.BooleanField(
+        required=False,
+        label="Require two approvals for constraint and decision proposals",
+        help_text="The first approval is recorded; the second, by a different reviewer, commits.",
+    )

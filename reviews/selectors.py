@@ -4,12 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Exists, Min, OuterRef, QuerySet
+from django.db.models import Exists, Min, OuterRef, Prefetch, QuerySet, Subquery
 from django.utils import timezone
 
 from memoryadmin.models import Team
 from reviews import memoryrail
-from reviews.models import Decision, DecisionItem, Memory, MemoryStatus, PushState, Repository
+from reviews.models import (
+    TWO_APPROVAL_TYPES,
+    Approval,
+    Decision,
+    DecisionItem,
+    Memory,
+    MemoryStatus,
+    PushState,
+    Repository,
+    ReviewSettings,
+)
 
 QUEUE_FIELDS = (
     "id",
@@ -37,8 +47,36 @@ def open_proposals(team: Team) -> QuerySet[Memory]:
     )
 
 
-def review_queue(team: Team, *, filters: dict[str, str]) -> QuerySet[Memory]:
-    queryset = open_proposals(team).only(*QUEUE_FIELDS)
+def with_review_state(queryset: QuerySet[Memory]) -> QuerySet[Memory]:
+    """Add `first_approved_by` (a first approval on the current blob) and the assignees."""
+    first = Approval.objects.filter(memory=OuterRef("pk"), blob_sha=OuterRef("blob_sha"))
+    user_model = Memory.assigned_reviewers.field.related_model
+    return queryset.annotate(
+        first_approved_by=Subquery(first.order_by("id").values("actor_label")[:1])
+    ).prefetch_related(
+        Prefetch(
+            "assigned_reviewers",
+            queryset=user_model.objects.only("id", "username").order_by("username"),
+        )
+    )
+
+
+def requires_two_approvals(team: Team) -> bool:
+    return ReviewSettings.objects.filter(team=team, require_two_approvals=True).exists()
+
+
+def approvals_needed(memory_type: str, *, two_approvals: bool) -> int:
+    return 2 if two_approvals and memory_type in TWO_APPROVAL_TYPES else 1
+
+
+def review_queue(
+    team: Team, *, filters: dict[str, str], user: Any | None = None
+) -> QuerySet[Memory]:
+    queryset = with_review_state(open_proposals(team).only(*QUEUE_FIELDS))
+    if filters.get("assigned") == "me":
+        if user is None or not getattr(user, "is_authenticated", False):
+            return queryset.none()
+        queryset = queryset.filter(assigned_reviewers=user)
     if filters.get("repository"):
         queryset = queryset.filter(repository_id=filters["repository"])
     if filters.get("type") in memoryrail.TYPE_PREFIXES:

@@ -13,10 +13,15 @@ from django.views.decorators.http import require_POST
 from memoryadmin.audit import Actor
 from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import team_view
-from reviews import memoryrail, selectors, services
-from reviews.forms import BatchForm, DecisionForm, RepositoryForm
-from reviews.models import Decision, Memory, Repository
+from reviews import memoryrail, routing, selectors, services
+from reviews.forms import BatchForm, DecisionForm, RepositoryForm, ReviewSettingsForm, RoutingForm
+from reviews.models import Decision, Memory, Repository, SyncState
 from reviews.rendering import render_markdown
+from reviews.services.routing import (
+    repository_routing_update,
+    review_settings,
+    review_settings_update,
+)
 
 PAGE_SIZE = 50
 
@@ -29,12 +34,11 @@ def _errors(request: HttpRequest, exc: ValidationError) -> None:
 @team_view(Action.VIEW)
 def review_queue(request: HttpRequest) -> HttpResponse:
     team = request.team  # type: ignore[attr-defined]
-    filters = {k: request.GET.get(k, "") for k in ("repository", "type", "flag")}
+    filters = {k: request.GET.get(k, "") for k in ("repository", "type", "flag", "assigned")}
     if not filters["repository"].isdigit():
         filters["repository"] = ""
-    page = Paginator(selectors.review_queue(team, filters=filters), PAGE_SIZE).get_page(
-        request.GET.get("page")
-    )
+    queue = selectors.review_queue(team, filters=filters, user=request.user)
+    page = Paginator(queue, PAGE_SIZE).get_page(request.GET.get("page"))
     repositories = list(Repository.objects.filter(team=team).only("id", "name", "last_sync_ok"))
     context = {
         "page": page,
@@ -43,6 +47,9 @@ def review_queue(request: HttpRequest) -> HttpResponse:
         "broken": [r for r in repositories if r.last_sync_ok is False],
         "types": list(memoryrail.TYPE_PREFIXES),
         "can_review": user_can(request.user, team, Action.REVIEW),
+        "can_manage": user_can(request.user, team, Action.MANAGE),
+        "two_approvals": selectors.requires_two_approvals(team),
+        "two_approval_types": selectors.TWO_APPROVAL_TYPES,
         "batch_form": BatchForm(),
     }
     return render(request, "reviews/queue.html", context)
@@ -51,7 +58,11 @@ def review_queue(request: HttpRequest) -> HttpResponse:
 @team_view(Action.VIEW)
 def proposal_detail(request: HttpRequest, memory_pk: int) -> HttpResponse:
     team = request.team  # type: ignore[attr-defined]
-    memory = get_object_or_404(Memory.objects.select_related("repository"), pk=memory_pk, team=team)
+    memory = get_object_or_404(
+        selectors.with_review_state(Memory.objects.select_related("repository")),
+        pk=memory_pk,
+        team=team,
+    )
     superseded = None
     if memory.supersedes:
         superseded = Memory.objects.filter(
@@ -63,11 +74,29 @@ def proposal_detail(request: HttpRequest, memory_pk: int) -> HttpResponse:
         "superseded": superseded,
         "superseded_html": mark_safe(render_markdown(superseded.body)) if superseded else "",  # noqa: S308
         "front_matter": [(k, memoryrail.encode_value(v)) for k, v in memory.front_matter.items()],
-        "decisions": Decision.objects.filter(items__memory=memory).order_by("-id")[:10],
+        "decisions": _proposal_decisions(memory),
         "can_review": user_can(request.user, team, Action.REVIEW),
+        "approvals_needed": selectors.approvals_needed(
+            memory.type, two_approvals=selectors.requires_two_approvals(team)
+        ),
         "form": DecisionForm(),
     }
     return render(request, "reviews/proposal.html", context)
+
+
+def _proposal_decisions(memory: Memory) -> list[Decision]:
+    return list(Decision.objects.filter(items__memory=memory).order_by("-id")[:10])
+
+
+@team_view(Action.VIEW)
+def proposal_decisions(request: HttpRequest, memory_pk: int) -> HttpResponse:
+    """The proposal's decisions and their push state: polled while one is pending."""
+    memory = get_object_or_404(Memory, pk=memory_pk, team=request.team)  # type: ignore[attr-defined]
+    return render(
+        request,
+        "reviews/_proposal_decisions.html",
+        {"memory": memory, "decisions": _proposal_decisions(memory)},
+    )
 
 
 @require_POST
@@ -78,7 +107,7 @@ def proposal_decide(request: HttpRequest, memory_pk: int, kind: str) -> HttpResp
     form = DecisionForm(request.POST)
     form.is_valid()
     try:
-        services.proposals_decide(
+        outcome = services.proposals_review(
             actor=Actor.from_request(request),
             team=team,
             memory_ids=[memory.pk],
@@ -88,6 +117,13 @@ def proposal_decide(request: HttpRequest, memory_pk: int, kind: str) -> HttpResp
         )
     except ValidationError as exc:
         _errors(request, exc)
+        return redirect("proposal-detail", team_slug=team.slug, memory_pk=memory.pk)
+    if outcome.first_approvals:
+        messages.success(
+            request,
+            f"Recorded your approval of {memory.ref} (1 of 2). A different reviewer must approve"
+            " it too before it is committed.",
+        )
         return redirect("proposal-detail", team_slug=team.slug, memory_pk=memory.pk)
     verb = "Approved" if kind == "approve" else "Rejected"
     messages.success(request, f"{verb} {memory.ref}. The commit is being pushed.")
@@ -104,7 +140,7 @@ def review_batch(request: HttpRequest) -> HttpResponse:
         messages.error(request, "Choose approve or reject.")
         return redirect("review-queue", team_slug=team.slug)
     try:
-        decisions = services.proposals_decide(
+        outcome = services.proposals_review(
             actor=Actor.from_request(request),
             team=team,
             memory_ids=ids,
@@ -115,7 +151,21 @@ def review_batch(request: HttpRequest) -> HttpResponse:
     except ValidationError as exc:
         _errors(request, exc)
         return redirect("review-queue", team_slug=team.slug)
-    messages.success(request, f"Recorded {len(ids)} decisions in {len(decisions)} commit(s).")
+    firsts = outcome.first_approvals
+    decided = len(ids) - len(firsts)
+    if decided:
+        messages.success(
+            request, f"Recorded {decided} decisions in {len(outcome.decisions)} commit(s)."
+        )
+    if firsts:
+        refs = ", ".join(a.memory.ref for a in firsts)
+        messages.info(
+            request,
+            f"First approval (1 of 2) recorded for {refs}; a different reviewer must approve"
+            " them too.",
+        )
+    if not outcome.decisions:
+        return redirect("review-queue", team_slug=team.slug)
     return redirect("review-history", team_slug=team.slug)
 
 
@@ -165,6 +215,18 @@ def repository_add(request: HttpRequest) -> HttpResponse:
 def repository_detail(request: HttpRequest, repository_pk: int) -> HttpResponse:
     team = request.team  # type: ignore[attr-defined]
     repository = get_object_or_404(Repository, pk=repository_pk, team=team)
+    return _repository_page(request, repository, RoutingForm(initial=_routing_initial(repository)))
+
+
+def _routing_initial(repository: Repository) -> dict[str, str]:
+    rules = routing.rules_from_json(repository.routing_rules)
+    return {"rules": routing.render_rules(rules)}
+
+
+def _repository_page(
+    request: HttpRequest, repository: Repository, routing_form: RoutingForm, status: int = 200
+) -> HttpResponse:
+    team = request.team  # type: ignore[attr-defined]
     context = {
         "repository": repository,
         "counts": {
@@ -172,8 +234,61 @@ def repository_detail(request: HttpRequest, repository_pk: int) -> HttpResponse:
             for status in memoryrail.STATUSES
         },
         "can_manage": user_can(request.user, team, Action.MANAGE),
+        "routing_rules": routing.rules_from_json(repository.routing_rules),
+        "routing_form": routing_form,
     }
-    return render(request, "reviews/repository_detail.html", context)
+    return render(request, "reviews/repository_detail.html", context, status=status)
+
+
+@require_POST
+@team_view(Action.MANAGE)
+def repository_routing(request: HttpRequest, repository_pk: int) -> HttpResponse:
+    team = request.team  # type: ignore[attr-defined]
+    repository = get_object_or_404(Repository, pk=repository_pk, team=team)
+    form = RoutingForm(request.POST)
+    if form.is_valid():
+        try:
+            repository_routing_update(
+                actor=Actor.from_request(request),
+                repository=repository,
+                text=form.cleaned_data["rules"],
+            )
+        except ValidationError as exc:
+            for message in exc.message_dict.get("rules", exc.messages):
+                form.add_error("rules", message)
+        else:
+            messages.success(request, "Reviewer routing saved; open proposals were reassigned.")
+            return redirect("repository-detail", team_slug=team.slug, repository_pk=repository.pk)
+    return _repository_page(request, repository, form, status=400)
+
+
+@team_view(Action.VIEW)
+def repository_sync_status(request: HttpRequest, repository_pk: int) -> HttpResponse:
+    """The sync progress fragment, polled by htmx while a sync is queued or running."""
+    team = request.team  # type: ignore[attr-defined]
+    repository = get_object_or_404(Repository, pk=repository_pk, team=team)
+    response = render(request, "reviews/_sync_status.html", {"repository": repository})
+    if repository.sync_state == SyncState.IDLE and request.GET.get("was") == "busy":
+        response["HX-Refresh"] = "true"  # counts and problems below are now out of date
+    return response
+
+
+@team_view(Action.MANAGE)
+def review_settings_edit(request: HttpRequest) -> HttpResponse:
+    team = request.team  # type: ignore[attr-defined]
+    current = review_settings(team)
+    form = ReviewSettingsForm(
+        request.POST or None, initial={"require_two_approvals": current.require_two_approvals}
+    )
+    if request.method == "POST" and form.is_valid():
+        review_settings_update(
+            actor=Actor.from_request(request),
+            team=team,
+            require_two_approvals=form.cleaned_data["require_two_approvals"],
+        )
+        messages.success(request, "Review settings saved.")
+        return redirect("review-settings", team_slug=team.slug)
+    return render(request, "reviews/settings.html", {"form": form, "settings": current})
 
 
 @require_POST

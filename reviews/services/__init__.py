@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from reviews.services.decisions import (
+    AlreadyApproved,
     ProposalNotOpen,
+    ReviewOutcome,
     SecretOverrideRequired,
     commit_identity,
     proposal_approve,
     proposal_reject,
     proposals_decide,
+    proposals_review,
 )
 from reviews.services.push import decisions_fail_pending, repository_push_pending
 from reviews.services.repositories import (
@@ -20,13 +23,16 @@ from reviews.services.repositories import (
 )
 
 __all__ = [
+    "AlreadyApproved",
     "ProposalNotOpen",
+    "ReviewOutcome",
     "SecretOverrideRequired",
     "commit_identity",
     "decisions_fail_pending",
     "proposal_approve",
     "proposal_reject",
     "proposals_decide",
+    "proposals_review",
     "repository_create",
     "repository_push_pending",
     "repository_sync",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 from email.utils import parseaddr
 
 from django.conf import settings
@@ -12,7 +13,17 @@ from django.db import transaction
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Team
 from memoryadmin.permissions import Action, user_can
-from reviews.models import Decision, DecisionItem, DecisionKind, Memory, MemoryStatus, PushState
+from reviews.models import (
+    TWO_APPROVAL_TYPES,
+    Approval,
+    Decision,
+    DecisionItem,
+    DecisionKind,
+    Memory,
+    MemoryStatus,
+    PushState,
+    ReviewSettings,
+)
 
 
 class SecretOverrideRequired(ValidationError):
@@ -21,6 +32,97 @@ class SecretOverrideRequired(ValidationError):
 
 class ProposalNotOpen(ValidationError):
     """The proposal is no longer waiting for review (decided, pending or gone)."""
+
+
+class AlreadyApproved(ValidationError):
+    """The same person tried to give both approvals of a proposal that needs two."""
+
+
+@dataclass
+class ReviewOutcome:
+    """What one review action did: decisions to commit, and first approvals that wait."""
+
+    decisions: list[Decision] = field(default_factory=list)
+    first_approvals: list[Approval] = field(default_factory=list)
+
+
+def approver_key(actor: Actor) -> str:
+    """One person, whether acting in the browser or through a token they created."""
+    if actor.user is not None:
+        return f"user:{actor.user.pk}"
+    if actor.token is not None and actor.token.created_by_id is not None:
+        return f"user:{actor.token.created_by_id}"
+    if actor.token is not None:
+        return f"token:{actor.token.pk}"
+    return "system"
+
+
+def valid_first_approvals(memories: list[Memory]) -> dict[int, Approval]:
+    """The first approval of each memory that still counts (given on the blob now indexed)."""
+    blobs = {m.pk: m.blob_sha for m in memories}
+    found: dict[int, Approval] = {}
+    for approval in Approval.objects.filter(memory_id__in=blobs).order_by("id"):
+        if approval.blob_sha == blobs[approval.memory_id]:
+            found.setdefault(approval.memory_id, approval)
+    return found
+
+
+def _first_approvals(
+    *, actor: Actor, team: Team, memories: list[Memory], comment: str, override_reason: str
+) -> tuple[list[Memory], list[Approval], dict[int, Approval]]:
+    """Split an approval: (ready to commit, first approvals recorded now, earlier approvals)."""
+    settings_row = ReviewSettings.objects.filter(team=team).only("require_two_approvals").first()
+    needing = [m for m in memories if m.type in TWO_APPROVAL_TYPES]
+    if settings_row is None or not settings_row.require_two_approvals or not needing:
+        return memories, [], {}
+    earlier = valid_first_approvals(needing)
+    me = approver_key(actor)
+    twice = [m.ref for m in needing if m.pk in earlier and earlier[m.pk].approver_key == me]
+    if twice:
+        raise AlreadyApproved(
+            {
+                "proposals": (
+                    f"You already approved {', '.join(twice)}; the second approval must come"
+                    " from a different reviewer."
+                )
+            }
+        )
+    author_name, author_email = commit_identity(actor)
+    ready, recorded = [], []
+    for memory in memories:
+        if memory.type not in TWO_APPROVAL_TYPES or memory.pk in earlier:
+            ready.append(memory)
+            continue
+        approval = Approval.objects.create(
+            team=team,
+            memory=memory,
+            blob_sha=memory.blob_sha,
+            reviewer=actor.user,
+            token=actor.token,
+            approver_key=me,
+            actor_label=actor.label,
+            author_name=author_name,
+            author_email=author_email,
+            comment=comment,
+        )
+        audit_record(
+            actor=actor,
+            action="review.first-approval",
+            team=team,
+            target=approval,
+            summary=(
+                f"First approval (1 of 2) of {memory.ref} {memory.title}"
+                f" in {memory.repository.name}"
+            ),
+            data={
+                "repository": memory.repository.name,
+                "ref": memory.ref,
+                "comment": comment,
+                "override_reason": override_reason if memory.has_secret else "",
+            },
+        )
+        recorded.append(approval)
+    return ready, recorded, earlier
 
 
 def bot_identity() -> tuple[str, str]:
@@ -49,7 +151,6 @@ def _check_actor(actor: Actor, team: Team) -> None:
         raise PermissionDenied("your role on this team does not allow reviewing")
 
 
-@transaction.atomic
 def proposals_decide(
     *,
     actor: Actor,
@@ -60,6 +161,30 @@ def proposals_decide(
     override_reason: str = "",
 ) -> list[Decision]:
     """Decide one or many proposals: one Decision (one commit) per repository involved."""
+    return proposals_review(
+        actor=actor,
+        team=team,
+        memory_ids=memory_ids,
+        kind=kind,
+        comment=comment,
+        override_reason=override_reason,
+    ).decisions
+
+
+@transaction.atomic
+def proposals_review(
+    *,
+    actor: Actor,
+    team: Team,
+    memory_ids: list[int],
+    kind: str,
+    comment: str = "",
+    override_reason: str = "",
+) -> ReviewOutcome:
+    """Decide proposals; where the team needs two approvals, a first approval only records it.
+
+    A second approval by a different person commits as usual, naming both reviewers.
+    """
     _check_actor(actor, team)
     comment, override_reason = comment.strip(), override_reason.strip()
     if kind not in DecisionKind.values:
@@ -96,11 +221,20 @@ def proposals_decide(
                 )
             }
         )
+    outcome = ReviewOutcome()
+    earlier: dict[int, Approval] = {}
+    if kind == DecisionKind.APPROVE:
+        memories, outcome.first_approvals, earlier = _first_approvals(
+            actor=actor,
+            team=team,
+            memories=memories,
+            comment=comment,
+            override_reason=override_reason,
+        )
     author_name, author_email = commit_identity(actor)
     by_repository: dict[int, list[Memory]] = defaultdict(list)
     for memory in memories:
         by_repository[memory.repository_id].append(memory)
-    decisions = []
     for group in by_repository.values():
         repository = group[0].repository
         decision = Decision.objects.create(
@@ -125,6 +259,8 @@ def proposals_decide(
                 path=m.path,
                 blob_sha=m.blob_sha,
                 supersedes=m.supersedes,
+                proposed_at=m.added_at,
+                first_approval=earlier.get(m.pk),
             )
             for m in group
         )
@@ -137,7 +273,14 @@ def proposals_decide(
             team=team,
             target=decision,
             summary=f"{verb} {what} in {repository.name}",
-            data={"repository": repository.name, "refs": refs, "comment": comment},
+            data={
+                "repository": repository.name,
+                "refs": refs,
+                "comment": comment,
+                "first_approvals": {
+                    m.ref: earlier[m.pk].actor_label for m in group if m.pk in earlier
+                },
+            },
         )
         if kind == DecisionKind.APPROVE:
             for memory in group:
@@ -156,8 +299,8 @@ def proposals_decide(
                     )
         repository_id = repository.pk
         transaction.on_commit(lambda rid=repository_id: _queue_push(rid))
-        decisions.append(decision)
-    return decisions
+        outcome.decisions.append(decision)
+    return outcome
 
 
 def _queue_push(repository_id: int) -> None:

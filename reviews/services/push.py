@@ -21,7 +21,7 @@ class Conflict(Exception):
 
 
 def commit_message(decision: Decision) -> str:
-    items = list(decision.items.all())
+    items = list(decision.items.select_related("first_approval"))
     verb = "Approve" if decision.kind == DecisionKind.APPROVE else "Reject"
     if len(items) == 1:
         lines = [f"{verb} {items[0].ref}: {items[0].title}"]
@@ -32,7 +32,13 @@ def commit_message(decision: Decision) -> str:
         lines += ["", decision.comment]
     if decision.secret_override_reason:
         lines += ["", f"Secret finding overridden: {decision.secret_override_reason}"]
-    lines += ["", f"Reviewed-by: {decision.actor_label}", f"{TRAILER}: {decision.pk}"]
+    # Two approvals: the second reviewer authors the commit, the first is a co-author.
+    firsts = {i.first_approval.approver_key: i.first_approval for i in items if i.first_approval}
+    lines.append("")
+    lines += [f"Reviewed-by: {a.actor_label} (first approval)" for a in firsts.values()]
+    lines.append(f"Reviewed-by: {decision.actor_label}")
+    lines += [f"Co-authored-by: {a.author_name} <{a.author_email}>" for a in firsts.values()]
+    lines.append(f"{TRAILER}: {decision.pk}")
     return "\n".join(lines) + "\n"
 
 

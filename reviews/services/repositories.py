@@ -377,4 +377,12 @@ def index_store(*, repository: Repository, snapshot: Snapshot) -> Repository:
                 "problems": len(snapshot.problems),
             },
         )
+    _mirror(repository)
     return repository
+
+
+def _mirror(repository: Repository) -> None:
+    """The brain holds exactly the active memories of this index (same transaction)."""
+    from bundles.mirror import brain_mirror_repository
+
+    brain_mirror_repository(repository=repository)
