@@ -35,6 +35,7 @@ from bundles.services import (
     import_job_create,
 )
 from bundles.services.imports import job_progress
+from bundles.services.proposals import ProposeTargetError, propose_target
 from bundles.spec import server_spec
 from bundles.uploads import BundleUploadHandler, Spooled, TooLargeError, spool_body
 from memoryadmin.api import HasScope, request_team
@@ -60,7 +61,19 @@ def import_options(request: Request) -> ImportOptions:
     return ImportOptions(
         keep_embeddings=_flag(request, "keep_embeddings", True),
         accept_foreign_embeddings=_flag(request, "accept_foreign_embeddings", False),
+        propose_to=_propose_to(request),
     )
+
+
+def _propose_to(request: Request) -> int | None:
+    """`?propose_to=<repository id>`: a repository of the token's team that can be pushed."""
+    value = request.query_params.get("propose_to")
+    if value in (None, ""):
+        return None
+    try:
+        return propose_target(team=request_team(request), repository_id=value)
+    except ProposeTargetError as exc:
+        raise ApiError(exc.status, exc.code, exc.message, {"param": "propose_to"}) from exc
 
 
 def check_content_length(request: Request) -> None:
@@ -236,8 +249,18 @@ IMPORT_RESPONSES = {
 MINIMAL_BUNDLE = {
     "format": "memoryai-bundle",
     "version": 1,
-    "manifest": {"counts": {"chunks": 1}},
-    "chunks": [{"id": 1, "content": "We deploy on Tuesdays.", "memory_type": "decision"}],
+    "generator": "example/1",
+    "exported_at": "2026-01-05T09:00:00Z",
+    "manifest": {"scope": "full", "embedding_model": "", "embedding_dim": 0, "counts": {"chunks": 1}},
+    "chunks": [
+        {
+            "id": 1,
+            "content": "We deploy on Tuesdays.",
+            "content_hash": protocol.content_hash("We deploy on Tuesdays."),
+            "memory_type": "decision",
+            "created_at": "2026-01-05T09:00:00Z",
+        }
+    ],
 }
 
 
@@ -346,9 +369,11 @@ class ImportFileView(_BrainView):
         summary="Import a bundle uploaded as a file (multipart, field 'file')",
         parameters=IMPORT_FLAGS,
         request={
-            "multipart/form-data": inline_serializer(
-                "BundleUpload", {"file": serializers.FileField()}
-            )
+            "multipart/form-data": {  # a file part (a FileField would render as a URI string)
+                "type": "object",
+                "properties": {"file": {"type": "string", "format": "binary"}},
+                "required": ["file"],
+            }
         },
         responses=IMPORT_RESPONSES,
     )

@@ -69,6 +69,9 @@ class Chunk(models.Model):
     deleted_at = models.DateTimeField(null=True, blank=True)
     suspicious = models.BooleanField(default=False)  # looked like prompt injection on import
     updated_at = models.DateTimeField(default=timezone.now)  # local change time (scope=since)
+    # Imported or entered chunks stand on their own; a chunk created by a mirror (standalone
+    # False) is served only while one of its ChunkOrigin rows is active (bundles.mirror).
+    standalone = models.BooleanField(default=True)
 
     objects = ChunkQuerySet.as_manager()
 
@@ -85,6 +88,42 @@ class Chunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.memory_type}: {self.content[:60]}"
+
+
+class OriginKind(models.TextChoices):
+    SOURCE = "source", "Source record"
+    REPOSITORY = "repository", "Repository memory"
+
+
+class ChunkOrigin(models.Model):
+    """One approved thing (a source record, a repository memory) mirrored into a chunk.
+
+    `ref` is the thing's identity (`source:<id>:<record id>`, `repository:<id>:<memory id>`),
+    unique per team; it points at the chunk holding the thing's current text. `active` says
+    whether the thing is approved knowledge right now; `expires_at` applies expiry at read time.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="origins")
+    kind = models.CharField(max_length=16, choices=OriginKind.choices)
+    group = models.CharField(max_length=64)  # `source:<id>` / `repository:<id>`: one reconcile
+    ref = models.CharField(max_length=600)
+    active = models.BooleanField(default=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)  # provenance, written by our code
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "ref"], name="chunkorigin_team_ref_unique")
+        ]
+        indexes = [
+            models.Index(fields=["chunk", "active"], name="chunkorigin_chunk_active"),
+            models.Index(fields=["team", "group"], name="chunkorigin_team_group"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.ref} -> {self.chunk_id}{'' if self.active else ' (inactive)'}"
 
 
 class MemoryEdge(models.Model):
@@ -193,6 +232,10 @@ class ImportJob(models.Model):
     size_bytes = models.BigIntegerField(default=0)
     keep_embeddings = models.BooleanField(default=True)
     accept_foreign_embeddings = models.BooleanField(default=False)
+    # Propose the bundle's DNA chunks to this repository (reviews) after the import.
+    propose_to = models.ForeignKey(
+        "reviews.Repository", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     records_total = models.BigIntegerField(default=0)
     records_done = models.BigIntegerField(default=0)
     report = models.JSONField(null=True, blank=True)
@@ -212,3 +255,46 @@ class ImportJob(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.state in (JobState.SUCCEEDED, JobState.FAILED)
+
+
+class ProposalState(models.TextChoices):
+    PENDING = "pending", "Pending"
+    PUSHED = "pushed", "Pushed"
+    FAILED = "failed", "Failed"
+    EMPTY = "empty", "Nothing to write"
+
+
+class ImportProposal(models.Model):
+    """DNA chunks of one import, written as MemoryRail proposals into one repository.
+
+    The files are rendered (and secret-scanned) when the import lands; a task commits them as
+    the importer's agent identity and pushes them under the repository lock.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    repository = models.ForeignKey("reviews.Repository", on_delete=models.CASCADE, related_name="+")
+    token = models.ForeignKey(
+        ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_label = models.CharField(max_length=200, blank=True)
+    author_name = models.CharField(max_length=200)
+    author_email = models.CharField(max_length=200)
+    # [{"memory_id", "path", "text", "content_hash", "title", "type"}]
+    items = models.JSONField(default=list)
+    state = models.CharField(
+        max_length=8, choices=ProposalState.choices, default=ProposalState.PENDING
+    )
+    detail = models.TextField(blank=True)
+    commit_sha = models.CharField(max_length=40, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"proposal #{self.pk} to {self.repository_id} ({self.state})"

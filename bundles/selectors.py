@@ -5,17 +5,37 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Exists, Prefetch, Q, QuerySet
 
-from bundles.models import Agent, Chunk, Entity, ImportJob, L2Session, MemoryEdge, MoodState
+from bundles.mirror import active_origins, served_chunks
+from bundles.models import (
+    Agent,
+    Chunk,
+    ChunkOrigin,
+    Entity,
+    ImportJob,
+    L2Session,
+    MemoryEdge,
+    MoodState,
+)
+from bundles.readlog import id_in_summary
 from memoryadmin.models import AuditEvent, Team
 
-BUNDLE_ACTIONS = ("bundle.import", "bundle.import_failed", "bundle.import_queued", "bundle.export")
+BUNDLE_ACTIONS = (
+    "bundle.import",
+    "bundle.import_failed",
+    "bundle.import_queued",
+    "bundle.export",
+    "brain.propose",
+    "brain.propose-pushed",
+    "brain.propose-empty",
+    "brain.propose-failed",
+)
 
 
 def dashboard_summary(team: Team) -> dict[str, Any]:
-    """Brain size by memory type, and how much of it is DNA."""
-    live = Chunk.objects.filter(team=team, is_deleted=False)
+    """Brain size (served chunks) by memory type, and how much of it is DNA."""
+    live = served_chunks(team)
     totals = live.aggregate(total=Count("id"), dna=Count("id", filter=Q(is_dna=True)))
     by_type = list(
         live.values("memory_type").annotate(count=Count("id")).order_by("-count", "memory_type")
@@ -31,7 +51,7 @@ def dashboard_summary(team: Team) -> dict[str, Any]:
 
 def brain_summary(team: Team) -> dict[str, Any]:
     summary = dashboard_summary(team)
-    live = Chunk.objects.filter(team=team, is_deleted=False)
+    live = served_chunks(team)
     summary["by_zone"] = list(
         live.values("zone").annotate(count=Count("id")).order_by("-count", "zone")
     )
@@ -42,7 +62,16 @@ def brain_summary(team: Team) -> dict[str, Any]:
         "mood_states": MoodState.objects.filter(team=team).count(),
         "agents": Agent.objects.filter(team=team).count(),
         "deleted_chunks": Chunk.objects.filter(team=team, is_deleted=True).count(),
+        "withdrawn_chunks": Chunk.objects.filter(team=team, is_deleted=False)
+        .exclude(Q(standalone=True) | Exists(active_origins()))
+        .count(),
     }
+    summary["by_origin"] = list(
+        ChunkOrigin.objects.filter(team=team, active=True)
+        .values("kind")
+        .annotate(count=Count("id"))
+        .order_by("kind")
+    )
     return summary
 
 
@@ -69,7 +98,41 @@ def chunk_page(team: Team, page_number: str | int | None, per_page: int = 25) ->
             "origin",
             "suspicious",
             "created_at",
+            "standalone",
+        )
+        .annotate(has_active_origin=Exists(active_origins()))
+        .prefetch_related(
+            Prefetch("origins", queryset=ChunkOrigin.objects.order_by("-active", "ref"))
         )
         .order_by("-id")
     )
     return Paginator(chunks, per_page).get_page(page_number)
+
+
+def chunk_readers(team: Team, chunk_id: int, limit: int = 50) -> list[AuditEvent]:
+    """Read log: the exports whose chunk id summary contains this chunk (newest first).
+
+    Events whose summary was cut before reaching the id are included too (marked `maybe`).
+    """
+    found = []
+    events = AuditEvent.objects.filter(team=team, action="bundle.export").only(
+        "created_at", "actor_label", "action", "data", "actor_token_id", "actor_user_id"
+    )
+    for event in events.iterator(chunk_size=500):
+        summary = (event.data or {}).get("chunks")
+        if not isinstance(summary, dict):
+            continue
+        seen = id_in_summary(summary, chunk_id)
+        if seen is not False:
+            event.maybe = seen is None  # type: ignore[attr-defined]
+            found.append(event)
+            if len(found) >= limit:
+                break
+    return found
+
+
+def proposal_targets(team: Team) -> list[Any]:
+    """Repositories an import may propose to: the team's, with push enabled."""
+    from reviews.models import Repository
+
+    return list(Repository.objects.filter(team=team, push_enabled=True).only("id", "name"))

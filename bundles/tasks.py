@@ -11,3 +11,28 @@ def import_job_run_task(job_id: int) -> str:
 
     job = import_job_run(job_id=job_id)
     return job.state if job is not None else "skipped"
+
+
+@shared_task(
+    name="bundles.tasks.import_proposal_push", bind=True, max_retries=6, ignore_result=True
+)
+def import_proposal_push_task(self, proposal_id: int) -> str:  # type: ignore[no-untyped-def]
+    """Push an import's proposals under the repository lock; retry only transient failures."""
+    import random
+
+    from bundles.models import ProposalState
+    from bundles.services.proposals import import_proposal_finish, import_proposal_push
+    from memoryadmin.locks import LockBusy
+    from reviews.git import GitError
+
+    try:
+        proposal = import_proposal_push(proposal_id=proposal_id)
+    except (LockBusy, GitError) as exc:
+        if self.request.retries >= self.max_retries:
+            import_proposal_finish(
+                proposal_id=proposal_id, state=ProposalState.FAILED, detail=str(exc)
+            )
+            return "failed"
+        countdown = min(300.0, 5.0 * 2**self.request.retries) * (0.5 + random.random())
+        raise self.retry(exc=exc, countdown=countdown) from exc
+    return proposal.state if proposal is not None else "gone"

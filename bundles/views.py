@@ -22,6 +22,7 @@ from bundles.services import (
     import_job_create,
 )
 from bundles.services.imports import job_progress
+from bundles.services.proposals import ProposeTargetError, propose_target
 from bundles.uploads import new_scratch_file
 from memoryadmin.audit import Actor
 from memoryadmin.permissions import Action, user_can
@@ -42,6 +43,7 @@ def brain(request: HttpRequest) -> HttpResponse:
             "page": selectors.chunk_page(team, request.GET.get("page")),
             "can_import": user_can(request.user, team, Action.MANAGE),
             "scopes": protocol.SCOPES,
+            "repositories": selectors.proposal_targets(team),
         },
     )
 
@@ -75,9 +77,17 @@ def brain_import(request: HttpRequest) -> HttpResponse:
     if upload.size > settings.BUNDLE_MAX_BYTES:
         messages.error(request, f"Bundles may be at most {settings.BUNDLE_MAX_BYTES} bytes.")
         return redirect("brain", team_slug=team.slug)
+    propose_to = None
+    if request.POST.get("propose_to"):
+        try:
+            propose_to = propose_target(team=team, repository_id=request.POST["propose_to"])
+        except ProposeTargetError as exc:
+            messages.error(request, f"Import refused: {exc.message}")
+            return redirect("brain", team_slug=team.slug)
     options = ImportOptions(
         keep_embeddings=request.POST.get("keep_embeddings", "true") == "true",
         accept_foreign_embeddings=request.POST.get("accept_foreign_embeddings") == "true",
+        propose_to=propose_to,
     )
     if upload.size > settings.BUNDLE_SYNC_IMPORT_MAX_BYTES:
         handle, path = new_scratch_file()
@@ -104,11 +114,18 @@ def brain_import(request: HttpRequest) -> HttpResponse:
         messages.error(request, f"Import refused ({exc.code}): {exc}")
     else:
         chunks = result["report"]["chunks"]
+        proposals = result["report"].get("proposals")
+        proposed = (
+            f" {proposals['proposed']} DNA chunks proposed for review "
+            f"({proposals['skipped_secret']} held back for possible secrets)."
+            if proposals
+            else ""
+        )
         messages.success(
             request,
             f"Imported: {chunks['inserted']} chunks inserted, {chunks['skipped_duplicate']} "
             f"duplicates, {chunks['skipped_invalid']} invalid, "
-            f"{len(result['report']['warnings'])} warnings (see Recent imports).",
+            f"{len(result['report']['warnings'])} warnings (see Recent imports).{proposed}",
         )
     return redirect("brain", team_slug=team.slug)
 

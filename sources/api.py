@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -18,9 +20,16 @@ from rest_framework.views import APIView
 
 from memoryadmin.api import HasScope, request_team
 from memoryadmin.api_errors import AUTH_ERRORS, ApiError, error_responses
+from memoryadmin.audit import Actor
 from memoryadmin.models import Scope
 from sources import selectors
-from sources.serializers import ContextRecordSerializer, SourceDetailSerializer, SourceSerializer
+from sources.serializers import (
+    ContextRecordSerializer,
+    SourceDetailSerializer,
+    SourceSerializer,
+    context_memory,
+)
+from sources.services import context_read_record
 
 MAX_SCOPES = 20
 
@@ -130,9 +139,23 @@ class ContextView(APIView):
         scopes = [s for s in request.query_params.getlist("scope") if s]
         if len(scopes) > MAX_SCOPES:
             raise ApiError(400, "too-many-scopes", f"Ask for at most {MAX_SCOPES} scopes.")
-        records = selectors.context_records(request_team(request), scopes or None)
+        include = _include(request)
+        team = request_team(request)
+        items = selectors.context_items(
+            team, scopes or None, include_repositories="repositories" in include
+        )
         paginator = ContextPagination()
-        page = paginator.paginate_queryset(records, request, view=self)
+        page = paginator.paginate_queryset(items, request, view=self)
+        rows, refs = _context_rows(page, with_origin=bool(include))
+        context_read_record(
+            actor=Actor.from_request(request),
+            team=team,
+            refs=refs,
+            total=paginator.count,
+            scopes=scopes,
+            include=include,
+            offset=paginator.offset,
+        )
         return Response(
             {
                 "note": selectors.UNTRUSTED_NOTE,
@@ -140,6 +163,58 @@ class ContextView(APIView):
                 "count": paginator.count,
                 "next": paginator.get_next_link(),
                 "previous": paginator.get_previous_link(),
-                "records": ContextRecordSerializer(page, many=True).data,
+                "records": rows,
             }
         )
+
+
+INCLUDE_OPTIONS = ("repositories",)
+
+
+def _include(request: Request) -> list[str]:
+    """`?include=repositories` (repeatable or comma-separated); anything else is a 400."""
+    values = [
+        part.strip()
+        for raw in request.query_params.getlist("include")
+        for part in raw.split(",")
+        if part.strip()
+    ]
+    unknown = sorted(set(values) - set(INCLUDE_OPTIONS))
+    if unknown:
+        raise ApiError(
+            400,
+            "include-invalid",
+            f"include may only name: {', '.join(INCLUDE_OPTIONS)}.",
+            {"unknown": unknown},
+        )
+    return sorted(set(values))
+
+
+def _context_rows(page: list[Any], *, with_origin: bool) -> tuple[list[dict[str, Any]], list[str]]:
+    """Serialise a mixed page (records, memories) in order; also return each item's ref."""
+    from bundles.mirror import memory_provenance
+    from reviews.models import Memory
+
+    memories = [item for item in page if isinstance(item, Memory)]
+    provenance: dict[tuple[int, str], dict[str, Any]] = {}
+    by_repository: dict[int, list[Memory]] = {}
+    for memory in memories:
+        by_repository.setdefault(memory.repository_id, []).append(memory)
+    for group in by_repository.values():
+        found = memory_provenance(group[0].repository, group)
+        for memory in group:
+            provenance[(memory.repository_id, memory.memory_id)] = found[memory.memory_id]
+    rows, refs = [], []
+    for item in page:
+        if isinstance(item, Memory):
+            row = context_memory(item, provenance[(item.repository_id, item.memory_id)])
+        else:
+            row = dict(ContextRecordSerializer(item).data)
+            row["ref"] = f"source:{item.source_id}:{item.record_id}"
+            if with_origin:
+                row = {"origin": "source", "pinned": False, **row}
+        refs.append(row["ref"])
+        if not with_origin and "ref" in row:
+            del row["ref"]
+        rows.append(row)
+    return rows, refs

@@ -103,3 +103,61 @@ def dashboard_summary(team: Team) -> dict[str, Any]:
         "worst": worst,
         "team": team,
     }
+
+
+class ContextList:
+    """Context items in serving order across querysets: pinned repository memories, then
+    source records, then the other repository memories. Sliceable and countable, so the
+    API's limit/offset pagination reads only the page it returns."""
+
+    def __init__(self, parts: list[QuerySet[Any]]) -> None:
+        self.parts = parts
+        self._counts: list[int] | None = None
+
+    def counts(self) -> list[int]:
+        if self._counts is None:
+            self._counts = [part.count() for part in self.parts]
+        return self._counts
+
+    def count(self) -> int:
+        return sum(self.counts())
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __getitem__(self, key: slice) -> list[Any]:
+        start, stop = key.start or 0, key.stop if key.stop is not None else self.count()
+        items: list[Any] = []
+        offset = 0
+        for part, size in zip(self.parts, self.counts(), strict=True):
+            low, high = max(start - offset, 0), min(stop - offset, size)
+            if low < high:
+                items.extend(part[low:high])
+            offset += size
+            if offset >= stop:
+                break
+        return items
+
+
+def context_items(
+    team: Team,
+    scopes: list[str] | None = None,
+    *,
+    include_repositories: bool = False,
+    now: datetime | None = None,
+) -> ContextList:
+    """Source records, and with `include_repositories` the team's active repository memories
+    (approved knowledge; proposals never), pinned first. `scopes` filter source records only:
+    repository memories are project knowledge without an OpenMemories scope."""
+    records = context_records(team, scopes, now)
+    if not include_repositories:
+        return ContextList([records])
+    from reviews.models import Memory, MemoryStatus
+
+    memories = (
+        Memory.objects.filter(team=team, status=MemoryStatus.ACTIVE)
+        .select_related("repository")
+        .order_by("repository_id", "memory_id")
+    )
+    pinned = Q(front_matter__pinned=True) | Q(front_matter__pinned="true")
+    return ContextList([memories.filter(pinned), records, memories.exclude(pinned)])

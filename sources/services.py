@@ -67,6 +67,13 @@ def scrub(text: str, credential: fetchers.Credential) -> str:
     return text
 
 
+def _mirror(source: Source, actor: Actor | None = None) -> None:
+    """Keep the team's brain equal to what the source serves (same transaction)."""
+    from bundles.mirror import brain_mirror_source
+
+    brain_mirror_source(source=source, actor=actor)
+
+
 # ----------------------------------------------------------------------------- lifecycle
 
 
@@ -128,6 +135,7 @@ def source_approve(*, actor: Actor, source: Source) -> Source:
         summary=f"Approved source {source.label}",
         data={"identity": source.identity},
     )
+    _mirror(source, actor)
     source_refresh_request(actor=actor, source=source, trigger="approve")
     return source
 
@@ -147,6 +155,7 @@ def source_disable(*, actor: Actor, source: Source) -> Source:
         summary=f"Disabled source {source.label}",
         data={"identity": source.identity, "previous_state": previous},
     )
+    _mirror(source, actor)
     return source
 
 
@@ -173,6 +182,32 @@ def source_refresh_request(*, actor: Actor, source: Source, trigger: str = "manu
 
     transaction.on_commit(enqueue)
     return run
+
+
+@transaction.atomic
+def context_read_record(
+    *,
+    actor: Actor,
+    team: Team,
+    refs: list[str],
+    total: int,
+    scopes: list[str],
+    include: list[str],
+    offset: int = 0,
+) -> None:
+    """The read log: which token read which context items (refs, never content)."""
+    from bundles.readlog import refs_summary
+
+    summary = refs_summary(refs)
+    audit_record(
+        actor=actor,
+        action="context.read",
+        team=team,
+        target_type="sources.context",
+        target_id=team.pk,
+        summary=f"Read {summary['count']} context items (of {total})",
+        data={"scopes": scopes, "include": include, "offset": offset, "total": total, **summary},
+    )
 
 
 # ----------------------------------------------------------------------------- refresh
@@ -342,6 +377,7 @@ def _refresh_failed(
         data={"run": run.pk, "outcome": status, "code": code},
     )
     _health_change(source, previous, code)
+    _mirror(source)
     logger.warning("source %s refresh %s: %s", source.pk, status, code)
     return run
 
@@ -426,6 +462,7 @@ def _refresh_succeeded(
         data={"run": run.pk, "outcome": RunStatus.SUCCEEDED, "changed": changed},
     )
     _health_change(source, previous, "refresh succeeded")
+    _mirror(source)
     return run
 
 

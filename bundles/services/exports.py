@@ -15,8 +15,10 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from bundles import protocol
+from bundles.mirror import served_q
 from bundles.models import Agent, BrainSettings, Chunk, Entity, L2Session, MemoryEdge, MoodState
 from bundles.protocol import SECTIONS
+from bundles.readlog import id_summary
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Team
 
@@ -57,9 +59,18 @@ class ExportRequest:
 
 
 def _querysets(team: Team, request: ExportRequest) -> dict[str, QuerySet]:
-    """What each scope exports. Edges only when both ends are exported chunks."""
-    chunks = Chunk.objects.filter(team=team, is_deleted=False)
-    edges = MemoryEdge.objects.filter(team=team, source__is_deleted=False, target__is_deleted=False)
+    """What each scope exports. Edges only when both ends are exported chunks.
+
+    Chunks are the *served* ones (bundles.mirror.served_q): not deleted, and imported/entered
+    or backed by an active mirror origin (one indexed EXISTS per chunk).
+    """
+    now = timezone.now()
+    chunks = Chunk.objects.filter(team=team).filter(served_q(now=now))
+    edges = (
+        MemoryEdge.objects.filter(team=team)
+        .filter(served_q(pk="source_id", prefix="source__", now=now))
+        .filter(served_q(pk="target_id", prefix="target__", now=now))
+    )
     entities = Entity.objects.filter(team=team)
     keyed: dict[str, QuerySet] = {
         "l2_sessions": L2Session.objects.filter(team=team),
@@ -172,7 +183,13 @@ def _head(team: Team, request: ExportRequest, counts: dict[str, int]) -> dict[st
     }
 
 
-def _audit_export(*, team: Team, actor: Actor, request: ExportRequest, counts: dict, kind: str):  # type: ignore[no-untyped-def]
+def _audit_export(  # type: ignore[no-untyped-def]
+    *, team: Team, actor: Actor, request: ExportRequest, counts: dict, kind: str, chunk_ids=None
+):
+    """The read log: who exported which chunks (id ranges + digest, never content)."""
+    if chunk_ids is None:
+        chunk_ids = _querysets(team, request)["chunks"].values_list("id", flat=True)
+        chunk_ids = chunk_ids.order_by().iterator(chunk_size=10_000)
     audit_record(
         actor=actor,
         action="bundle.export",
@@ -188,6 +205,7 @@ def _audit_export(*, team: Team, actor: Actor, request: ExportRequest, counts: d
             "scope": request.scope,
             "since": protocol.format_timestamp(request.since),
             "counts": counts,
+            "chunks": id_summary(chunk_ids),
         },
     )
 
@@ -207,7 +225,12 @@ def bundle_export(*, team: Team, actor: Actor, request: ExportRequest) -> dict[s
         exported_at=head["exported_at"],
     )
     _audit_export(
-        team=team, actor=actor, request=request, counts=bundle["manifest"]["counts"], kind="json"
+        team=team,
+        actor=actor,
+        request=request,
+        counts=bundle["manifest"]["counts"],
+        kind="json",
+        chunk_ids=(c["id"] for c in sections["chunks"]),
     )
     return bundle
 

@@ -16,6 +16,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from bundles import protocol
+from bundles.mirror import PROVENANCE_KEY
 from bundles.models import (
     Agent,
     BrainSettings,
@@ -63,6 +64,7 @@ CHUNK_INSERT_COLUMNS = (
     "deleted_at",
     "suspicious",
     "updated_at",
+    "standalone",
 )
 
 SectionReader = Callable[[str], Iterator[Any]]
@@ -73,6 +75,7 @@ Progress = Callable[[int, int], None]  # (records done, records declared)
 class ImportOptions:
     keep_embeddings: bool = True
     accept_foreign_embeddings: bool = False
+    propose_to: int | None = None  # repository id: DNA chunks become proposals there
 
 
 @dataclass
@@ -125,8 +128,13 @@ class _Importer:
         envelope: protocol.Envelope,
         options: ImportOptions,
         progress: Progress | None,
+        actor: Actor | None = None,
     ) -> None:
         self.team = team
+        self.actor = actor or Actor.system()
+        self.to_propose: list[Any] = []
+        self.propose_overflow = 0
+        self.claimed_provenance = 0
         self.envelope = envelope
         self.manifest = envelope.manifest
         self.options = options
@@ -156,7 +164,53 @@ class _Importer:
             handler(self._feed(section, read_section(section), checksum))
         self._finish_checksum(checksum)
         self._finish_embeddings()
-        return self.report.as_dict()
+        if self.claimed_provenance:
+            self.report.warn(
+                f"{self.claimed_provenance} chunks carried metadata.{PROVENANCE_KEY}; kept as "
+                f"metadata.{PROVENANCE_KEY}_claimed (only this server writes provenance)"
+            )
+        proposals = self._propose()
+        result = self.report.as_dict()
+        if proposals is not None:
+            result["report"]["proposals"] = proposals
+        return result
+
+    def _collect_proposal(self, index: int, record: ChunkRecord) -> None:
+        if self.options.propose_to is None or not record.is_dna:
+            return
+        from bundles.services.proposals import PROPOSE_MAX
+        from reviews.services.proposals import ChunkToPropose
+
+        if len(self.to_propose) >= PROPOSE_MAX:
+            self.propose_overflow += 1
+            return
+        self.to_propose.append(
+            ChunkToPropose(
+                label=f"chunks[{index}]",
+                content=record.content,
+                content_hash=record.content_hash,
+                memory_type=record.memory_type,
+                tags=list(record.tags),
+                is_pinned=record.is_pinned,
+                created_at=record.created_at,
+            )
+        )
+
+    def _propose(self) -> dict[str, Any] | None:
+        if self.options.propose_to is None:
+            return None
+        from bundles.services.proposals import import_proposals_create
+
+        summary, warnings = import_proposals_create(
+            team=self.team,
+            actor=self.actor,
+            repository_id=self.options.propose_to,
+            chunks=self.to_propose,
+            overflow=self.propose_overflow,
+        )
+        for warning in warnings:
+            self.report.warn(warning)
+        return summary
 
     def _feed(
         self, section: str, records: Iterator[Any], checksum: protocol.StreamingChecksum
@@ -235,6 +289,10 @@ class _Importer:
                 counts["skipped_duplicate"] += 1
                 continue
             by_hash[record.content_hash] = record
+            self._collect_proposal(index, record)
+            if PROVENANCE_KEY in record.metadata:  # provenance is ours to write, never imported
+                self.claimed_provenance += 1
+                record.metadata[f"{PROVENANCE_KEY}_claimed"] = record.metadata.pop(PROVENANCE_KEY)
             hint = protocol.prompt_injection_hint(record.content)
             if hint is not None:
                 flagged.add(record.content_hash)
@@ -247,6 +305,10 @@ class _Importer:
             .order_by()
             .values_list("content_hash", flat=True)
         )
+        if existing:  # mirror-only chunks the bundle also carries now stand on their own
+            Chunk.objects.filter(
+                team=self.team, content_hash__in=list(existing), standalone=False
+            ).update(standalone=True, updated_at=self.now)
         new_rows = []
         for digest, record in by_hash.items():
             if digest in existing:
@@ -278,6 +340,7 @@ class _Importer:
                     None,
                     digest in flagged,
                     _db_datetime(self.now),
+                    True,
                 )
             )
         self._insert_chunks(new_rows)
@@ -600,7 +663,11 @@ def bundle_import(
     """Import an in-memory bundle. Raises BundleError for an invalid envelope (nothing saved)."""
     envelope = protocol.validate_envelope(bundle)
     importer = _Importer(
-        team=team, envelope=envelope, options=options or ImportOptions(), progress=None
+        team=team,
+        envelope=envelope,
+        options=options or ImportOptions(),
+        progress=None,
+        actor=actor,
     )
     result = importer.run(lambda section: protocol.iter_records(bundle, section), _head_of(bundle))
     _audit_import(team=team, actor=actor, result=result, source="json", size=size)
@@ -684,7 +751,11 @@ def bundle_import_file(
             head = read_head(stream)
         envelope = protocol.validate_envelope(head)
         importer = _Importer(
-            team=team, envelope=envelope, options=options or ImportOptions(), progress=progress
+            team=team,
+            envelope=envelope,
+            options=options or ImportOptions(),
+            progress=progress,
+            actor=actor,
         )
         result = importer.run(_file_reader(path), _head_of(head))
     except ijson.JSONError as exc:
@@ -745,6 +816,7 @@ def import_job_create(
         size_bytes=size_bytes,
         keep_embeddings=options.keep_embeddings,
         accept_foreign_embeddings=options.accept_foreign_embeddings,
+        propose_to_id=options.propose_to,
     )
     audit_record(
         actor=actor,
@@ -774,7 +846,9 @@ def import_job_run(*, job_id: int) -> ImportJob | None:
             team=job.team,
             actor=actor,
             path=path,
-            options=ImportOptions(job.keep_embeddings, job.accept_foreign_embeddings),
+            options=ImportOptions(
+                job.keep_embeddings, job.accept_foreign_embeddings, job.propose_to_id
+            ),
             progress=lambda done, total: cache.set(key, [done, total], timeout=3600),
         )
     except BundleError as exc:

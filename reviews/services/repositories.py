@@ -242,6 +242,8 @@ def _jsonable(value: Any) -> Any:
         return [_jsonable(v) for v in value]
     if isinstance(value, float) and value != value:  # NaN is not JSON
         return "NaN"
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):  # nor Infinity
+        return "Infinity" if value > 0 else "-Infinity"
     return value
 
 

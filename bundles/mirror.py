@@ -1,0 +1,528 @@
+"""One team memory: approved source records and active repository memories, mirrored as chunks.
+
+Each mirrored thing is a `ChunkOrigin` (ref `source:<id>:<record id>` or
+`repository:<id>:<memory id>`) pointing at the chunk that holds its current text. A chunk is
+*served* (exported, counted) when it is not user-deleted and either stands on its own (imported
+or entered) or has an active, unexpired origin. Reconciling a source or a repository computes
+the wanted set, upserts it and deactivates the rest, inside the caller's transaction, so the
+brain never disagrees with the source or review state. See docs/brain.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.db import transaction
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.utils import timezone
+
+from bundles import protocol
+from bundles.models import Chunk, ChunkOrigin, OriginKind
+from memoryadmin.audit import Actor, audit_record
+from memoryadmin.models import Team
+
+if TYPE_CHECKING:
+    from reviews.models import Memory, Repository
+    from sources.models import Source
+
+logger = logging.getLogger(__name__)
+
+PROVENANCE_KEY = "memoryadmin"
+LOOKUP_BATCH = 500
+
+# OpenMemories kind -> (memory_type, extra tags)
+SOURCE_TYPES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "preference": ("preference", ()),
+    "procedure": ("procedure", ()),
+    "fact": ("fact", ()),
+    "project": ("fact", ("project",)),
+}
+# MemoryRail type -> (memory_type, zone, extra tags)
+MEMORY_TYPES: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "decision": ("decision", "standard", ()),
+    "constraint": ("x_constraint", "critical", ()),
+    "gotcha": ("pitfall", "standard", ()),
+    "attempt": ("pitfall", "standard", ("attempt",)),
+    "thread": ("goal", "standard", ()),
+    "session": ("episodic", "standard", ()),
+}
+
+
+def chunk_content(title: str, body: str) -> str:
+    """Title, a blank line, the body (both trimmed); the title alone when there is no body."""
+    title, body = title.strip(), body.strip()
+    return f"{title}\n\n{body}" if body else title
+
+
+@dataclass(frozen=True)
+class Mirrored:
+    """What one source record or repository memory should look like as a chunk."""
+
+    ref: str
+    content: str
+    memory_type: str
+    tags: list[str]
+    zone: str
+    is_pinned: bool
+    provenance: dict[str, Any]
+    expires_at: datetime | None = None
+
+
+@dataclass
+class MirrorResult:
+    chunks_created: int = 0
+    chunks_updated: int = 0
+    origins_created: int = 0
+    activated: int = 0
+    deactivated: int = 0
+    unchanged: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(
+            self.chunks_created
+            or self.chunks_updated
+            or self.origins_created
+            or self.activated
+            or self.deactivated
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "chunks_created": self.chunks_created,
+            "chunks_updated": self.chunks_updated,
+            "origins_created": self.origins_created,
+            "activated": self.activated,
+            "deactivated": self.deactivated,
+            "unchanged": self.unchanged,
+            "skipped": self.skipped[:20],
+        }
+
+
+# ----------------------------------------------------------------------------- served
+
+
+def active_origins(pk: str = "pk", now: datetime | None = None) -> QuerySet[ChunkOrigin]:
+    now = now or timezone.now()
+    return ChunkOrigin.objects.filter(chunk_id=OuterRef(pk), active=True).filter(
+        Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+    )
+
+
+def served_q(*, pk: str = "pk", prefix: str = "", now: datetime | None = None) -> Q:
+    """Not deleted, and standalone or backed by an active mirror origin (one indexed EXISTS)."""
+    return Q(**{f"{prefix}is_deleted": False}) & (
+        Q(**{f"{prefix}standalone": True}) | Exists(active_origins(pk, now))
+    )
+
+
+def served_chunks(team: Team, now: datetime | None = None) -> QuerySet[Chunk]:
+    return Chunk.objects.filter(team=team).filter(served_q(now=now))
+
+
+# ----------------------------------------------------------------------------- desired sets
+
+
+def source_wanted(source: Source, now: datetime | None = None) -> list[Mirrored]:
+    """Active, unexpired records of an approved, non-denied source (what /api/context serves)."""
+    from sources.models import Health, SourceState
+    from sources.selectors import active_records
+
+    if (
+        source.state != SourceState.APPROVED
+        or source.health == Health.DENIED
+        or source.current_snapshot_id is None
+    ):
+        return []
+    stale = source.health == Health.STALE
+    # When this text was read: the snapshot's read time. An unchanged refresh keeps the
+    # snapshot, so it rewrites nothing in the brain (freshness is the `stale` flag).
+    retrieved_at = protocol.format_timestamp(source.current_snapshot.created_at)
+    wanted = []
+    for record in active_records(source, now).order_by("record_id").iterator(chunk_size=1000):
+        memory_type, extra = SOURCE_TYPES.get(record.kind, ("fact", (record.kind,)))
+        tags = [t for t in record.tags if isinstance(t, str)][: protocol.MAX_TAGS - 1]
+        tags += [t for t in extra if t not in tags]
+        ref = f"source:{source.pk}:{record.record_id}"
+        wanted.append(
+            Mirrored(
+                ref=ref,
+                content=chunk_content(record.title, record.body),
+                memory_type=memory_type,
+                tags=tags,
+                zone="standard",
+                is_pinned=False,
+                provenance={
+                    "origin": "source",
+                    "ref": ref,
+                    "source_id": source.pk,
+                    "source": source.identity,
+                    "source_name": source.label,
+                    "record_id": record.record_id,
+                    "retrieved_at": retrieved_at,
+                    "stale": stale,
+                },
+                expires_at=record.expires,
+            )
+        )
+    return wanted
+
+
+def memory_provenance(repository: Repository, memories: Iterable[Memory]) -> dict[str, Any]:
+    """memory id -> {commit, approved_by, approval}: the latest pushed approval, else the
+    commit that added the file (a memory committed as active needs no review)."""
+    from reviews.models import DecisionItem, DecisionKind, PushState
+
+    memories = list(memories)
+    approvals: dict[str, tuple[str, str]] = {}
+    keys = [m.memory_id for m in memories]
+    for start in range(0, len(keys), LOOKUP_BATCH):
+        rows = (
+            DecisionItem.objects.filter(
+                decision__repository=repository,
+                decision__kind=DecisionKind.APPROVE,
+                decision__state=PushState.PUSHED,
+                memory_key__in=keys[start : start + LOOKUP_BATCH],
+            )
+            .order_by("decision_id")
+            .values_list("memory_key", "decision__actor_label", "decision__commit_sha")
+        )
+        for key, label, sha in rows:
+            approvals[key] = (label, sha)
+    result = {}
+    for memory in memories:
+        if memory.memory_id in approvals:
+            label, sha = approvals[memory.memory_id]
+            result[memory.memory_id] = {"commit": sha, "approved_by": label, "approval": "review"}
+        else:
+            result[memory.memory_id] = {
+                "commit": memory.added_commit,
+                "approved_by": memory.author_name,
+                "approval": "commit",
+            }
+    return result
+
+
+def memory_pinned(memory: Memory) -> bool:
+    pinned = memory.front_matter.get("pinned", False)
+    return pinned is True or (isinstance(pinned, str) and pinned.lower() == "true")
+
+
+def memory_tags(memory: Memory) -> list[str]:
+    tags = memory.front_matter.get("tags") or []
+    if not isinstance(tags, list):
+        tags = [tags]
+    return [str(t) for t in tags if isinstance(t, str | int | float)][: protocol.MAX_TAGS - 1]
+
+
+def repository_wanted(repository: Repository) -> list[Mirrored]:
+    """The repository's `active` memories as of its index (proposals never)."""
+    from reviews.models import Memory, MemoryStatus
+
+    memories = list(
+        Memory.objects.filter(repository=repository, status=MemoryStatus.ACTIVE).order_by(
+            "memory_id"
+        )
+    )
+    approvals = memory_provenance(repository, memories)
+    wanted = []
+    for memory in memories:
+        memory_type, zone, extra = MEMORY_TYPES.get(memory.type, ("fact", "standard", ()))
+        tags = memory_tags(memory)
+        tags += [t for t in extra if t not in tags]
+        ref = f"repository:{repository.pk}:{memory.memory_id}"
+        wanted.append(
+            Mirrored(
+                ref=ref,
+                content=chunk_content(memory.title, memory.body),
+                memory_type=memory_type,
+                tags=tags,
+                zone=zone,
+                is_pinned=memory_pinned(memory),
+                provenance={
+                    "origin": "repository",
+                    "ref": ref,
+                    "repository_id": repository.pk,
+                    "repository": repository.name,
+                    "memory_id": memory.memory_id,
+                    "memory_ref": memory.ref,
+                    **approvals[memory.memory_id],
+                },
+            )
+        )
+    return wanted
+
+
+# ----------------------------------------------------------------------------- reconcile
+
+
+@transaction.atomic
+def brain_mirror_source(*, source: Source, actor: Actor | None = None) -> MirrorResult:
+    """Make the brain hold exactly the source's served records (call in the state change's
+    transaction)."""
+    return _reconcile(
+        team=source.team,
+        group=f"source:{source.pk}",
+        kind=OriginKind.SOURCE,
+        wanted=source_wanted(source),
+        actor=actor or Actor.system(),
+        label=f"source {source.label}",
+    )
+
+
+@transaction.atomic
+def brain_mirror_repository(*, repository: Repository, actor: Actor | None = None) -> MirrorResult:
+    """Make the brain hold exactly the repository's active memories (after each index)."""
+    return _reconcile(
+        team=repository.team,
+        group=f"repository:{repository.pk}",
+        kind=OriginKind.REPOSITORY,
+        wanted=repository_wanted(repository),
+        actor=actor or Actor.system(),
+        label=f"repository {repository.name}",
+    )
+
+
+_CHUNK_FIELDS = (
+    "id",
+    "content_hash",
+    "memory_type",
+    "tags",
+    "zone",
+    "is_pinned",
+    "metadata",
+    "valid_until",
+    "is_dna",
+    "standalone",
+)
+
+
+def _chunks_by_hash(team: Team, hashes: Iterable[str]) -> dict[str, Chunk]:
+    hashes = list(hashes)
+    found: dict[str, Chunk] = {}
+    for start in range(0, len(hashes), LOOKUP_BATCH):
+        # order_by(): keep SQLite on the (team, content_hash) unique index.
+        for chunk in (
+            Chunk.objects.filter(team=team, content_hash__in=hashes[start : start + LOOKUP_BATCH])
+            .order_by()
+            .only(*_CHUNK_FIELDS)
+        ):
+            found[chunk.content_hash] = chunk
+    return found
+
+
+def _other_active_refs(group: str, chunk_ids: Iterable[int]) -> dict[int, str]:
+    """chunk id -> the smallest active ref of another group (the owner, if smaller than ours)."""
+    ids = list(chunk_ids)
+    owners: dict[int, str] = {}
+    for start in range(0, len(ids), LOOKUP_BATCH):
+        rows = (
+            ChunkOrigin.objects.filter(chunk_id__in=ids[start : start + LOOKUP_BATCH], active=True)
+            .exclude(group=group)
+            .values_list("chunk_id", "ref")
+        )
+        for chunk_id, ref in rows:
+            if chunk_id not in owners or ref < owners[chunk_id]:
+                owners[chunk_id] = ref
+    return owners
+
+
+def _without_time(provenance: Any) -> Any:
+    if isinstance(provenance, dict):
+        return {k: v for k, v in provenance.items() if k != "retrieved_at"}
+    return provenance
+
+
+def _reconcile(
+    *,
+    team: Team,
+    group: str,
+    kind: str,
+    wanted: list[Mirrored],
+    actor: Actor,
+    label: str,
+) -> MirrorResult:
+    now = timezone.now()
+    result = MirrorResult()
+    parsed: dict[str, tuple[Mirrored, protocol.ChunkRecord]] = {}
+    for item in wanted:
+        try:
+            record = protocol.validate_chunk(
+                {
+                    "content": item.content,
+                    "memory_type": item.memory_type,
+                    "tags": item.tags,
+                    "zone": item.zone,
+                    "is_pinned": item.is_pinned,
+                    "metadata": {PROVENANCE_KEY: item.provenance},
+                },
+                embedding_dim=0,
+                path=item.ref,
+            )
+        except protocol.BundleError as exc:
+            result.skipped.append(f"{item.ref}: {exc.code}")
+            logger.warning("mirror %s skipped %s: %s", group, item.ref, exc)
+            continue
+        parsed[item.ref] = (item, record)
+
+    origins = {o.ref: o for o in ChunkOrigin.objects.filter(team=team, group=group)}
+    chunks = _chunks_by_hash(team, {record.content_hash for _, record in parsed.values()})
+    missing: dict[str, tuple[Mirrored, protocol.ChunkRecord]] = {}
+    for item, record in parsed.values():
+        if record.content_hash not in chunks:
+            missing.setdefault(record.content_hash, (item, record))
+    if missing:
+        Chunk.objects.bulk_create(
+            [
+                Chunk(
+                    team=team,
+                    content=record.content,
+                    content_hash=digest,
+                    memory_type=record.memory_type,
+                    tags=record.tags,
+                    zone=record.zone,
+                    is_pinned=record.is_pinned,
+                    metadata=record.metadata,
+                    valid_until=item.expires_at,
+                    origin=kind,
+                    is_dna=record.is_dna,
+                    standalone=False,
+                    created_at=now,
+                    updated_at=now,
+                )
+                for digest, (item, record) in missing.items()
+            ],
+            batch_size=LOOKUP_BATCH,
+            ignore_conflicts=True,  # a concurrent import of the same text must not fail this
+        )
+        result.chunks_created = len(missing)
+        chunks.update(_chunks_by_hash(team, missing))
+
+    owners = _other_active_refs(group, [c.pk for c in chunks.values() if not c.standalone])
+    chunk_updates: dict[int, Chunk] = {}
+    bump: set[int] = set()
+    new_origins: list[ChunkOrigin] = []
+    origin_updates: list[ChunkOrigin] = []
+    for ref, (item, record) in parsed.items():
+        chunk = chunks[record.content_hash]
+        if record.content_hash not in missing and chunk.pk not in chunk_updates:
+            _refresh_chunk(chunk, ref, item, record, owners, chunk_updates, bump)
+        origin = origins.get(ref)
+        if origin is None:
+            new_origins.append(
+                ChunkOrigin(
+                    team=team,
+                    chunk=chunk,
+                    kind=kind,
+                    group=group,
+                    ref=ref,
+                    active=True,
+                    expires_at=item.expires_at,
+                    metadata=item.provenance,
+                    updated_at=now,
+                )
+            )
+            bump.add(chunk.pk)
+            continue
+        moved = origin.chunk_id != chunk.pk or not origin.active
+        if moved:
+            bump.add(chunk.pk)
+            result.activated += 1
+        if moved or origin.expires_at != item.expires_at or origin.metadata != item.provenance:
+            origin.chunk_id, origin.active = chunk.pk, True
+            origin.expires_at, origin.metadata, origin.updated_at = (
+                item.expires_at,
+                item.provenance,
+                now,
+            )
+            origin_updates.append(origin)
+        else:
+            result.unchanged += 1
+    for ref, origin in origins.items():
+        if ref not in parsed and origin.active:
+            origin.active, origin.updated_at = False, now
+            origin_updates.append(origin)
+            result.deactivated += 1
+
+    ChunkOrigin.objects.bulk_create(new_origins, batch_size=LOOKUP_BATCH)
+    result.origins_created = len(new_origins)
+    if origin_updates:
+        ChunkOrigin.objects.bulk_update(
+            origin_updates,
+            ["chunk", "active", "expires_at", "metadata", "updated_at"],
+            batch_size=LOOKUP_BATCH,
+        )
+    if chunk_updates:
+        Chunk.objects.bulk_update(
+            list(chunk_updates.values()),
+            ["memory_type", "tags", "zone", "is_pinned", "metadata", "valid_until", "is_dna"],
+            batch_size=LOOKUP_BATCH,
+        )
+        result.chunks_updated = len(chunk_updates)
+    created_ids = {chunks[digest].pk for digest in missing}
+    bump -= created_ids
+    if bump:
+        ids = sorted(bump)
+        for start in range(0, len(ids), LOOKUP_BATCH):
+            Chunk.objects.filter(pk__in=ids[start : start + LOOKUP_BATCH]).update(updated_at=now)
+    if result.changed:
+        audit_record(
+            actor=actor,
+            action="brain.mirror",
+            team=team,
+            target_type="bundles.brain",
+            target_id=team.pk,
+            summary=(
+                f"Mirrored {label} into the brain: {len(parsed)} served, "
+                f"{result.chunks_created} new chunks, {result.activated} returned, "
+                f"{result.deactivated} withdrawn"
+            ),
+            data={"group": group, **result.as_dict()},
+        )
+    return result
+
+
+def _refresh_chunk(
+    chunk: Chunk,
+    ref: str,
+    item: Mirrored,
+    record: protocol.ChunkRecord,
+    owners: dict[int, str],
+    updates: dict[int, Chunk],
+    bump: set[int],
+) -> None:
+    """Rewrite an existing chunk's mirrored fields when this ref owns it.
+
+    Standalone (imported) chunks keep their own fields; among mirror origins the smallest
+    active ref owns the chunk, so two sources with the same text do not take turns.
+    """
+    if chunk.standalone:
+        return
+    other = owners.get(chunk.pk)
+    if other is not None and other < ref:
+        return
+    values = {
+        "memory_type": record.memory_type,
+        "tags": record.tags,
+        "zone": record.zone,
+        "is_pinned": record.is_pinned,
+        "metadata": record.metadata,
+        "valid_until": item.expires_at,
+    }
+    current = {name: getattr(chunk, name) for name in values}
+    if current == values:
+        return
+    only_time = {k: v for k, v in current.items() if k != "metadata"} == {
+        k: v for k, v in values.items() if k != "metadata"
+    } and _without_time(chunk.metadata.get(PROVENANCE_KEY)) == _without_time(item.provenance)
+    for name, value in values.items():
+        setattr(chunk, name, value)
+    chunk.is_dna = chunk.is_dna or record.is_dna  # DNA is sticky
+    updates[chunk.pk] = chunk
+    if not only_time:  # a new retrieval time alone is not a change for `since` exports
+        bump.add(chunk.pk)

@@ -1,0 +1,187 @@
+"""Out of the brain, into review: an import's DNA chunks proposed to a team repository."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from bundles.models import ImportProposal, ProposalState
+from memoryadmin.audit import Actor, audit_record
+from memoryadmin.models import Team
+
+logger = logging.getLogger(__name__)
+
+PROPOSE_MAX = 200  # per import: a review queue is read by people
+
+
+class ProposeTargetError(Exception):
+    """The repository named by `propose_to` cannot take proposals from this team."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def propose_target(*, team: Team, repository_id: Any) -> int:
+    """Check `propose_to`: a repository of this team with push enabled; return its id."""
+    from reviews.models import Repository
+
+    try:
+        pk = int(str(repository_id))
+    except ValueError as exc:
+        raise ProposeTargetError(400, "bad-request", "propose_to must be a repository id") from exc
+    repository = Repository.objects.filter(pk=pk, team=team).first()
+    if repository is None:
+        raise ProposeTargetError(
+            404, "repository-not-found", f"This team has no repository with id {pk}."
+        )
+    if not repository.push_enabled:
+        raise ProposeTargetError(
+            422, "repository-push-disabled", f"Pushing is disabled for repository {pk}."
+        )
+    return pk
+
+
+def import_proposals_create(
+    *,
+    team: Team,
+    actor: Actor,
+    repository_id: int,
+    chunks: list[Any],
+    overflow: int,
+) -> tuple[dict[str, Any], list[str]]:
+    """Render and store the proposals (inside the import's transaction) and queue the push.
+
+    Returns the report section and its warnings. Chunks with a secret finding are not written.
+    """
+    from reviews.models import Repository
+    from reviews.services.proposals import agent_identity, proposal_drafts
+
+    repository = Repository.objects.filter(pk=repository_id, team=team).first()
+    summary: dict[str, Any] = {
+        "repository": repository_id,
+        "candidates": len(chunks) + overflow,
+        "proposed": 0,
+        "skipped_existing": 0,
+        "skipped_secret": 0,
+        "skipped_invalid": 0,
+        "skipped_limit": overflow,
+        "proposal": None,
+    }
+    warnings: list[str] = []
+    if repository is None or not repository.push_enabled:
+        warnings.append(f"propose_to: repository {repository_id} cannot take proposals any more")
+        return summary, warnings
+    now = timezone.now()
+    result = proposal_drafts(
+        repository=repository,
+        chunks=chunks,
+        provenance={
+            "origin": "import",
+            "imported_by": actor.label,
+            "imported_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        },
+        now=now,
+    )
+    summary.update(
+        proposed=len(result.drafts),
+        skipped_existing=result.existing,
+        skipped_secret=len(result.secrets),
+        skipped_invalid=len(result.invalid),
+    )
+    for label, rules in result.secrets:
+        warnings.append(
+            f"{label}: not proposed to {repository.name}: possible secret ({', '.join(rules)})"
+        )
+    for label, reason in result.invalid:
+        warnings.append(f"{label}: not proposed to {repository.name}: {reason}")
+    if overflow:
+        warnings.append(
+            f"{overflow} more DNA chunks were not proposed: at most {PROPOSE_MAX} per import"
+        )
+    if not result.drafts:
+        return summary, warnings
+    author = agent_identity(token=actor.token, user=actor.user, label=actor.label)
+    proposal = ImportProposal.objects.create(
+        team=team,
+        repository=repository,
+        token=actor.token,
+        created_by=actor.user if getattr(actor.user, "pk", None) else None,
+        actor_label=actor.label,
+        author_name=author[0][:200],
+        author_email=author[1][:200],
+        items=result.drafts,
+    )
+    summary["proposal"] = proposal.pk
+    audit_record(
+        actor=actor,
+        action="brain.propose",
+        team=team,
+        target=proposal,
+        summary=f"Proposing {len(result.drafts)} imported memories to {repository.name}",
+        data={**summary, "memory_ids": [d["memory_id"] for d in result.drafts]},
+    )
+    transaction.on_commit(lambda: _queue(proposal.pk))
+    return summary, warnings
+
+
+def _queue(proposal_id: int) -> None:
+    from bundles.tasks import import_proposal_push_task
+
+    import_proposal_push_task.delay(proposal_id)
+
+
+def import_proposal_push(*, proposal_id: int, wait: float = 120.0) -> ImportProposal | None:
+    """Commit and push a pending proposal (idempotent). Transient git errors propagate."""
+    from reviews.git import GitError
+    from reviews.services.proposals import proposals_push
+
+    proposal = ImportProposal.objects.filter(pk=proposal_id).select_related("team").first()
+    if proposal is None or proposal.state != ProposalState.PENDING:
+        return proposal
+    ImportProposal.objects.filter(pk=proposal.pk).update(attempts=proposal.attempts + 1)
+    try:
+        sha, written = proposals_push(
+            repository_id=proposal.repository_id,
+            items=proposal.items,
+            author=(proposal.author_name, proposal.author_email),
+            label=f"imported by {proposal.actor_label}",
+            marker=str(proposal.pk),
+            wait=wait,
+        )
+    except GitError as exc:
+        if exc.transient:
+            ImportProposal.objects.filter(pk=proposal.pk).update(detail=f"retrying: {exc.message}")
+            raise
+        return import_proposal_finish(
+            proposal_id=proposal.pk, state=ProposalState.FAILED, detail=exc.message
+        )
+    state = ProposalState.PUSHED if written else ProposalState.EMPTY
+    detail = "" if written else "every proposal was already in the repository"
+    return import_proposal_finish(
+        proposal_id=proposal.pk, state=state, commit_sha=sha, detail=detail
+    )
+
+
+@transaction.atomic
+def import_proposal_finish(
+    *, proposal_id: int, state: str, commit_sha: str = "", detail: str = ""
+) -> ImportProposal:
+    proposal = ImportProposal.objects.select_for_update().get(pk=proposal_id)
+    if proposal.state != ProposalState.PENDING:
+        return proposal
+    proposal.state, proposal.commit_sha, proposal.detail = state, commit_sha, detail
+    proposal.finished_at = timezone.now()
+    proposal.save(update_fields=["state", "commit_sha", "detail", "finished_at"])
+    audit_record(
+        actor=Actor.system(),
+        action=f"brain.propose-{state}",
+        team=proposal.team,
+        target=proposal,
+        summary=f"Imported proposals #{proposal.pk} {state}" + (f": {detail}" if detail else ""),
+        data={"state": state, "commit": commit_sha, "detail": detail},
+    )
+    return proposal

@@ -1,0 +1,234 @@
+"""Proposals from outside the repository (a bundle import): render, scan, commit, push.
+
+Chunks become MemoryRail files with `status: "proposed"`, committed as the proposing agent and
+pushed under the repository lock like a decision; then they wait in the review queue.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+
+from bundles.mirror import chunk_content
+from bundles.protocol import content_hash
+from reviews import memoryrail
+from reviews.git import GitError, PushRejected
+from reviews.models import Memory, Repository
+from reviews.services.decisions import bot_identity
+from reviews.services.push import MAX_REJECTED_PUSHES
+from reviews.services.repositories import index_store, read_snapshot, working_copy
+
+FRONT_MATTER_KEY = "x-memoryadmin"
+MAX_TITLE = 200
+TRAILER = "Memoryadmin-Proposal"
+
+# MemoryAI memory_type -> MemoryRail type (the mirror's mapping read backwards).
+REVERSE_TYPES = {
+    "decision": "decision",
+    "x_constraint": "constraint",
+    "pitfall": "gotcha",
+    "goal": "thread",
+    "episodic": "session",
+}
+
+
+def memoryrail_type(memory_type: str, tags: list[str]) -> tuple[str, list[str]]:
+    """The MemoryRail type for a DNA chunk, and its tags.
+
+    `pitfall` tagged `attempt` is an attempt. preference/procedure/identity (and any chunk
+    that is DNA by zone or pin) are rules to follow: `constraint`, tagged with the original
+    type so nothing is lost.
+    """
+    if memory_type == "pitfall" and "attempt" in tags:
+        return "attempt", [t for t in tags if t != "attempt"]
+    if memory_type in REVERSE_TYPES:
+        return REVERSE_TYPES[memory_type], list(tags)
+    return "constraint", [*tags, memory_type] if memory_type not in tags else list(tags)
+
+
+@dataclass(frozen=True)
+class ChunkToPropose:
+    label: str  # where it came from, for the report (e.g. "chunks[3]")
+    content: str
+    content_hash: str
+    memory_type: str
+    tags: list[str]
+    is_pinned: bool
+    created_at: datetime | None
+
+
+@dataclass
+class DraftResult:
+    drafts: list[dict[str, Any]] = field(default_factory=list)
+    existing: int = 0
+    secrets: list[tuple[str, list[str]]] = field(default_factory=list)
+    invalid: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _slug(text: str) -> str:
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")[:40].strip("-") or "memory"
+
+
+def split_content(content: str) -> tuple[str, str]:
+    """First non-empty line is the title (at most MAX_TITLE characters), the rest the body."""
+    text = content.strip()
+    first, _, rest = text.partition("\n")
+    first = first.strip()
+    if len(first) > MAX_TITLE:
+        return first[: MAX_TITLE - 1].rstrip() + "…", text
+    return first, rest.strip()
+
+
+def _known(repository: Repository) -> tuple[set[str], set[str]]:
+    """Content hashes already in the repository (any status) and memory ids in use."""
+    hashes, ids = set(), set()
+    for memory in Memory.objects.filter(repository=repository).only(
+        "memory_id", "title", "body", "front_matter"
+    ):
+        ids.add(memory.memory_id)
+        hashes.add(content_hash(chunk_content(memory.title, memory.body)))
+        extra = memory.front_matter.get(FRONT_MATTER_KEY)
+        if isinstance(extra, dict) and isinstance(extra.get("content_hash"), str):
+            hashes.add(extra["content_hash"])
+    return hashes, ids
+
+
+def proposal_drafts(
+    *,
+    repository: Repository,
+    chunks: list[ChunkToPropose],
+    provenance: dict[str, Any],
+    now: datetime | None = None,
+) -> DraftResult:
+    """Render one proposal file per chunk not already in the repository; a chunk whose file
+    would contain a secret is not written (reported by rule name, never the value)."""
+    now = now or timezone.now()
+    stamp = memoryrail.format_timestamp(now)
+    hashes, ids = _known(repository)
+    result = DraftResult()
+    for chunk in chunks:
+        title, body = split_content(chunk.content)
+        if chunk.content_hash in hashes or content_hash(chunk_content(title, body)) in hashes:
+            result.existing += 1
+            continue
+        kind, tags = memoryrail_type(chunk.memory_type, chunk.tags)
+        day = (chunk.created_at or now).strftime("%Y%m%d")
+        memory_id = f"{day}-{_slug(title)}-{chunk.content_hash[:8]}"
+        path = f"{memoryrail.MEMORIES_DIR}/{memory_id}.md"
+        meta: dict[str, Any] = {
+            "id": memory_id,
+            "type": kind,
+            "title": title,
+            "status": "proposed",
+            "created": stamp,
+            "updated": stamp,
+        }
+        if tags:
+            meta["tags"] = tags
+        if chunk.is_pinned:
+            meta["pinned"] = True
+        meta[FRONT_MATTER_KEY] = {
+            **provenance,
+            "content_hash": chunk.content_hash,
+            "memory_type": chunk.memory_type,
+        }
+        try:
+            text = memoryrail.render(meta, body + "\n" if body else "")
+        except memoryrail.WriteError as exc:
+            result.invalid.append((chunk.label, str(exc)))
+            continue
+        memory, problems = memoryrail.parse_memory(text, path=path)
+        if memory is None:
+            result.invalid.append((chunk.label, ", ".join(sorted({p.code for p in problems}))))
+            continue
+        findings = memoryrail.scan_text(text, path=path)
+        if findings:
+            result.secrets.append((chunk.label, sorted({f.rule for f in findings})))
+            continue
+        if memory_id in ids:  # same id, different text: never overwrite a memory
+            result.existing += 1
+            continue
+        ids.add(memory_id)
+        hashes.add(chunk.content_hash)
+        result.drafts.append(
+            {
+                "memory_id": memory_id,
+                "path": path,
+                "text": text,
+                "content_hash": chunk.content_hash,
+                "title": title,
+                "type": kind,
+            }
+        )
+    return result
+
+
+def proposals_push(
+    *,
+    repository_id: int,
+    items: list[dict[str, Any]],
+    author: tuple[str, str],
+    label: str,
+    marker: str,
+    wait: float = 120.0,
+) -> tuple[str, int]:
+    """Write the proposal files, commit as `author`, push (never forced), re-index.
+
+    Idempotent: files already present with the same text are not written again; a file with
+    the same name but other text is left alone. Returns (commit sha or "", files written).
+    Raises GitError (transient ones are retried by the task) and LockBusy.
+    """
+    repository = Repository.objects.get(pk=repository_id)
+    if not repository.push_enabled:
+        raise GitError("pushing is disabled for this repository")
+    copy = working_copy(repository)
+    sha, written = "", 0
+    with copy.locked(wait=wait):
+        for _ in range(MAX_REJECTED_PUSHES):
+            copy.sync()
+            written = 0
+            for item in items:
+                target = copy.path / item["path"]
+                if target.exists():
+                    continue  # already pushed (or the id is taken): never overwrite
+                copy.write_file(item["path"], item["text"])
+                written += 1
+            if not written:
+                sha = ""
+                break
+            message = (
+                f"Propose {written} memor{'y' if written == 1 else 'ies'} ({label})\n\n"
+                + "".join(f"- {item['memory_id']}\n" for item in items)
+                + f"\n{TRAILER}: {marker}\n"
+            )
+            sha = copy.commit(message=message, author=author, committer=bot_identity())
+            try:
+                copy.push()
+            except PushRejected:
+                continue  # the remote moved: fetch and write again on its new head
+            break
+        else:
+            copy.reset_to_remote()
+            raise GitError(f"the remote kept moving; gave up after {MAX_REJECTED_PUSHES} tries")
+        head = copy.reset_to_remote()
+        snapshot = read_snapshot(copy, head)
+    index_store(repository=repository, snapshot=snapshot)
+    return sha, written
+
+
+def agent_identity(*, token: Any = None, user: Any = None, label: str = "") -> tuple[str, str]:
+    """The commit author of imported proposals: the agent (token) that sent them, else the
+    signed-in user who uploaded the bundle."""
+    if token is not None:
+        return f"{token.name} (agent)", f"token-{token.prefix}@agents.memoryadmin.invalid"
+    if user is not None:
+        username = user.get_username()
+        name = user.get_full_name().strip() if hasattr(user, "get_full_name") else ""
+        return name or username, user.email or f"{username}@users.memoryadmin.invalid"
+    return bot_identity() if not label else (label, "agent@memoryadmin.invalid")
