@@ -11,6 +11,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
     OpenApiParameter,
+    PolymorphicProxySerializer,
     extend_schema,
     extend_schema_view,
 )
@@ -19,12 +20,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryadmin.api import HasScope, request_team
+from memoryadmin.api import HasScope, request_team, request_token
 from memoryadmin.api_errors import AUTH_ERRORS, ApiError, error_responses
 from memoryadmin.audit import Actor
 from reviews import selectors, services
-from reviews.models import Decision, Memory, Repository
+from reviews.models import Decision, Memory, PushState, Repository
 from reviews.serializers import (
+    ApprovalSerializer,
     BatchResultSerializer,
     BatchSerializer,
     DecideSerializer,
@@ -60,6 +62,7 @@ DECISION_EXAMPLE = {
     "state": "pending",
     "state_detail": "",
     "commit_sha": "",
+    "attempts": 0,
     "created_at": "2026-01-05T09:00:00Z",
     "finished_at": None,
 }
@@ -72,7 +75,9 @@ def _decide_error(exc: ValidationError) -> ApiError:
         if isinstance(exc, services.SecretOverrideRequired)
         else ("proposal-not-open" if isinstance(exc, services.ProposalNotOpen) else "invalid")
     )
-    status_code = 409 if code == "proposal-not-open" else 400
+    if isinstance(exc, services.AlreadyApproved):
+        code = "already-approved"
+    status_code = 409 if code in ("proposal-not-open", "already-approved") else 400
     details = exc.message_dict if hasattr(exc, "error_dict") else exc.messages
     return ApiError(status_code, code, exc.messages[0], details)
 
@@ -141,6 +146,13 @@ class RepositoryDetail(generics.RetrieveAPIView):
                 enum=["secret", "stale", "clean"],
                 description="Only proposals with secret findings, stale ones, or neither.",
             ),
+            OpenApiParameter(
+                "assigned",
+                OpenApiTypes.STR,
+                enum=["me"],
+                description="Only proposals the routing rules assign to me (a token acts for"
+                " the user who created it).",
+            ),
         ],
         responses={200: ProposalListSerializer(many=True), **error_responses(*AUTH_ERRORS)},
     )
@@ -152,10 +164,12 @@ class ProposalList(generics.ListAPIView):
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         params = self.request.query_params
-        filters = {k: params.get(k, "") for k in ("repository", "type", "flag")}
+        filters = {k: params.get(k, "") for k in ("repository", "type", "flag", "assigned")}
         if not filters["repository"].isdigit():
             filters["repository"] = ""
-        return selectors.review_queue(request_team(self.request), filters=filters)
+        token = request_token(self.request)
+        user = token.created_by if token is not None else self.request.user
+        return selectors.review_queue(request_team(self.request), filters=filters, user=user)
 
 
 class ProposalDetail(APIView):
@@ -181,7 +195,7 @@ class ProposalDecide(APIView):
         body = DecideSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
-            (decision,) = services.proposals_decide(
+            outcome = services.proposals_review(
                 actor=Actor.from_request(request),
                 team=memory.team,
                 memory_ids=[memory.pk],
@@ -193,7 +207,18 @@ class ProposalDecide(APIView):
             raise ApiError(403, "forbidden", str(exc)) from exc
         except ValidationError as exc:
             raise _decide_error(exc) from exc
+        if outcome.first_approvals:
+            (approval,) = outcome.first_approvals
+            return Response(ApprovalSerializer(approval).data, status=status.HTTP_202_ACCEPTED)
+        (decision,) = outcome.decisions
         return Response(DecisionSerializer(decision).data, status=status.HTTP_202_ACCEPTED)
+
+
+DECIDE_RESULT = PolymorphicProxySerializer(
+    component_name="DecideResult",
+    serializers=[DecisionSerializer, ApprovalSerializer],
+    resource_type_field_name=None,
+)
 
 
 def _decide_schema(kind: str):  # type: ignore[no-untyped-def]
@@ -201,10 +226,14 @@ def _decide_schema(kind: str):  # type: ignore[no-untyped-def]
         post=extend_schema(
             summary=f"{kind.title()} one proposal",
             description=f"Records a {kind} decision; its commit and push run in the "
-            "background. Poll the decision for its push `state`.",
+            "background. Poll the decision for its push `state`. When the team requires two "
+            "approvals for constraints and decisions, a first approval answers with an "
+            "approval (`state: awaiting-second-approval`) and commits nothing; the same person "
+            "approving twice gets 409 `already-approved`.",
             parameters=[KEY, REPOSITORY],
             request=DecideSerializer,
-            responses={202: DecisionSerializer, **DECIDE_ERRORS},
+            responses={202: DECIDE_RESULT if kind == "approve" else DecisionSerializer}
+            | DECIDE_ERRORS,
             examples=[
                 OpenApiExample(
                     "Decision",
@@ -250,7 +279,7 @@ class Batch(APIView):
         team = request_team(request)
         memories = [resolve_proposal(request, str(key)) for key in body.validated_data["proposals"]]
         try:
-            decisions = services.proposals_decide(
+            outcome = services.proposals_review(
                 actor=Actor.from_request(request),
                 team=team,
                 memory_ids=[m.pk for m in memories],
@@ -263,7 +292,10 @@ class Batch(APIView):
         except ValidationError as exc:
             raise _decide_error(exc) from exc
         return Response(
-            {"decisions": DecisionSerializer(decisions, many=True).data},
+            {
+                "decisions": DecisionSerializer(outcome.decisions, many=True).data,
+                "first_approvals": ApprovalSerializer(outcome.first_approvals, many=True).data,
+            },
             status=status.HTTP_202_ACCEPTED,
         )
 
@@ -281,3 +313,35 @@ class DecisionDetail(generics.RetrieveAPIView):
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         return Decision.objects.filter(team=request_team(self.request)).prefetch_related("items")
+
+
+@extend_schema_view(
+    get=extend_schema(
+        summary="Decisions and their push state, newest first",
+        parameters=[
+            OpenApiParameter(
+                "state",
+                OpenApiTypes.STR,
+                enum=["pending", "pushed", "failed", "conflict"],
+                description="Only decisions in this push state.",
+            ),
+            OpenApiParameter("repository", OpenApiTypes.INT, description="Only this repository."),
+        ],
+        responses={200: DecisionSerializer(many=True), **error_responses(*AUTH_ERRORS)},
+    )
+)
+class DecisionList(generics.ListAPIView):
+    permission_classes = [HasScope]
+    required_scopes = READ
+    serializer_class = DecisionSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        params = self.request.query_params
+        queryset = Decision.objects.filter(team=request_team(self.request)).prefetch_related(
+            "items"
+        )
+        if params.get("state") in PushState.values:
+            queryset = queryset.filter(state=params["state"])
+        if params.get("repository", "").isdigit():
+            queryset = queryset.filter(repository_id=int(params["repository"]))
+        return queryset.order_by("-created_at", "-id")

@@ -24,5 +24,6 @@ urlpatterns = [
         name="api-proposal-reject",
     ),
     path("reviews/batch/", api.Batch.as_view(), name="api-review-batch"),
+    path("reviews/decisions/", api.DecisionList.as_view(), name="api-decision-list"),
     path("reviews/decisions/<int:pk>/", api.DecisionDetail.as_view(), name="api-decision-detail"),
 ]

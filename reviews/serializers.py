@@ -3,7 +3,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from reviews.models import Decision, Memory, Repository
+from reviews.models import Approval, Decision, Memory, Repository
 
 
 class RepositorySerializer(serializers.ModelSerializer):
@@ -13,6 +13,11 @@ class RepositorySerializer(serializers.ModelSerializer):
     ambiguous_refs = serializers.DictField(
         child=serializers.ListField(child=serializers.CharField()),
         help_text="Short refs that match more than one memory id.",
+    )
+    routing_rules = serializers.ListField(
+        child=serializers.DictField(),
+        read_only=True,
+        help_text='Reviewer routing: [{"pattern": "src/db/", "reviewers": ["rita"]}, ...].',
     )
 
     class Meta:
@@ -27,6 +32,10 @@ class RepositorySerializer(serializers.ModelSerializer):
             "review_mode",
             "last_sync_at",
             "last_sync_ok",
+            "sync_state",
+            "sync_requested_at",
+            "sync_started_at",
+            "routing_rules",
             "head_commit",
             "last_error",
             "problems",
@@ -38,6 +47,15 @@ class ProposalListSerializer(serializers.ModelSerializer):
     repository = serializers.IntegerField(source="repository.id")
     repository_name = serializers.CharField(source="repository.name")
     id = serializers.CharField(source="memory_id")
+    assigned_reviewers = serializers.SlugRelatedField(
+        many=True,
+        read_only=True,
+        slug_field="username",
+        help_text="User names the repository's routing rules assign this proposal to.",
+    )
+    first_approved_by = serializers.SerializerMethodField(
+        help_text="Who gave the first of two approvals (on the current content), if anyone."
+    )
 
     class Meta:
         model = Memory
@@ -55,7 +73,18 @@ class ProposalListSerializer(serializers.ModelSerializer):
             "supersedes",
             "has_secret",
             "is_stale",
+            "assigned_reviewers",
+            "first_approved_by",
         ]
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_first_approved_by(self, memory: Memory) -> str | None:
+        if hasattr(memory, "first_approved_by"):  # annotated by selectors.with_review_state
+            return memory.first_approved_by
+        from reviews.services.decisions import valid_first_approvals
+
+        found = valid_first_approvals([memory]).get(memory.pk)
+        return found.actor_label if found else None
 
 
 class ProposalSerializer(ProposalListSerializer):
@@ -91,6 +120,7 @@ class DecisionSerializer(serializers.ModelSerializer):
             "state",
             "state_detail",
             "commit_sha",
+            "attempts",
             "created_at",
             "finished_at",
         ]
@@ -110,8 +140,45 @@ class DecideSerializer(serializers.Serializer):
     )
 
 
+class ApprovalSerializer(serializers.ModelSerializer):
+    """A first approval of a proposal that needs two: nothing is committed yet."""
+
+    ref = serializers.CharField(source="memory.ref")
+    repository = serializers.IntegerField(source="memory.repository_id")
+    state = serializers.SerializerMethodField()
+    approvals = serializers.SerializerMethodField()
+    approvals_required = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Approval
+        fields = [
+            "id",
+            "ref",
+            "repository",
+            "state",
+            "approvals",
+            "approvals_required",
+            "actor_label",
+            "comment",
+            "created_at",
+        ]
+
+    @extend_schema_field(serializers.ChoiceField(choices=["awaiting-second-approval"]))
+    def get_state(self, approval: Approval) -> str:
+        return "awaiting-second-approval"
+
+    def get_approvals(self, approval: Approval) -> int:
+        return 1
+
+    def get_approvals_required(self, approval: Approval) -> int:
+        return 2
+
+
 class BatchResultSerializer(serializers.Serializer):
     decisions = DecisionSerializer(many=True)
+    first_approvals = ApprovalSerializer(
+        many=True, help_text="Proposals that need a second approval: recorded, not committed."
+    )
 
 
 class BatchSerializer(DecideSerializer):

@@ -26,6 +26,7 @@ API_PATHS = {
     "/api/reviews/proposals/{key}/approve/": {"post"},
     "/api/reviews/proposals/{key}/reject/": {"post"},
     "/api/reviews/batch/": {"post"},
+    "/api/reviews/decisions/": {"get"},
     "/api/reviews/decisions/{id}/": {"get"},
     "/v1/brain/export": {"post"},
     "/v1/brain/export/stream": {"post"},
