@@ -147,15 +147,37 @@ def find_root(start: Path) -> Path | None:
     return None
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ConfigError("config-invalid-json", f"config.json repeats the key {key!r}")
+        result[key] = value
+    return result
+
+
+def read_limited(path: Path, limit: int) -> bytes:
+    """At most limit + 1 bytes of a file: enough to tell it is too large without reading it all."""
+    with path.open("rb") as handle:
+        return handle.read(limit + 1)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """True when `path` is no symlink and resolves inside `root` (git can commit symlinks)."""
+    return not path.is_symlink() and path.resolve().is_relative_to(root.resolve())
+
+
 def parse_config(data: bytes) -> Config:
     if len(data) > MAX_CONFIG_BYTES:
         raise ConfigError("config-too-large", f"config.json is over {MAX_CONFIG_BYTES} bytes")
     try:
-        raw = json.loads(data.decode("utf-8"))
+        raw = json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
     except UnicodeDecodeError as exc:
         raise ConfigError("config-not-utf8", "config.json is not valid UTF-8") from exc
     except json.JSONDecodeError as exc:
         raise ConfigError("config-invalid-json", f"config.json: {exc.msg}", exc.lineno) from exc
+    except RecursionError as exc:
+        raise ConfigError("config-invalid-json", "config.json nests too deeply") from exc
     if not isinstance(raw, dict):
         raise ConfigError("config-not-object", "config.json must hold a JSON object", 1)
     version = raw.get("version")
@@ -176,7 +198,9 @@ def load_config(root: Path) -> Config:
     path = root / CONFIG_PATH
     if not path.is_file():
         raise ConfigError("config-missing", f"{CONFIG_PATH} does not exist")
-    return parse_config(path.read_bytes())
+    if not (_inside(path.parent, root) and _inside(path, root)):
+        raise ConfigError("config-missing", f"{CONFIG_PATH} is a symlink, not a regular file")
+    return parse_config(read_limited(path, MAX_CONFIG_BYTES))
 
 
 def _text(value: Any) -> str | None:
@@ -304,12 +328,16 @@ def read_project(root: Path) -> Project:
     project = Project(root=root, config=config)
     directory = root / MEMORIES_DIR
     files = sorted(directory.glob("*.md")) if directory.is_dir() else []
+    if files and not _inside(directory, root):
+        message = "the memories folder is a symlink; nothing in it is read"
+        project.problems.append(Problem("file-not-regular", MEMORIES_DIR, None, message))
+        files = []
     for file in files:
         rel = f"{MEMORIES_DIR}/{file.name}"
         if file.is_symlink() or not file.is_file():
             project.problems.append(Problem("file-not-regular", rel, None, "not a regular file"))
             continue
-        memory, problems = parse_memory(file.read_bytes(), path=rel)
+        memory, problems = parse_memory(read_limited(file, MAX_MEMORY_BYTES), path=rel)
         project.problems.extend(problems)
         if memory is not None:
             project.memories.append(memory)

@@ -57,7 +57,7 @@ def encode_value(value: Any) -> str:
 
 
 def encode_key(key: str) -> str:
-    plain = _PLAIN_KEY.match(key) and key.lower() not in _YAML_WORDS
+    plain = _PLAIN_KEY.fullmatch(key) and key.lower() not in _YAML_WORDS  # "$" allows "\n"
     return key if plain else _string(key)
 
 

@@ -1,0 +1,173 @@
+"""Hostile MemoryRail repositories through the real sync (git over file://).
+
+A bad memory file becomes a visible problem while the rest is indexed; a bad config keeps the
+last index; nothing outside the working copy is ever read (symlinks in the repository).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tracemalloc
+
+import pytest
+
+from reviews import services
+from reviews.models import Memory, Repository
+from tests.corpus.hostile import YAML_CASES, deep_json
+from tests.reviews.conftest import M, git, memory_text
+
+
+def _sync(repo: Repository) -> Repository:
+    return services.repository_sync(repository_id=repo.pk)
+
+
+def _index(repo: Repository) -> list[tuple[str, str, str]]:
+    return sorted(Memory.objects.filter(repository=repo).values_list("memory_id", "status", "body"))
+
+
+def _problems(repo: Repository) -> dict[str, str]:
+    repo.refresh_from_db()
+    return {p["path"]: p["code"] for p in repo.problems if p.get("path")}
+
+
+def _commit_bytes(remote, files: dict[str, bytes]) -> None:  # type: ignore[no-untyped-def]
+    path = remote.clone("elsewhere")
+    git(path, "pull", "--quiet", "--ff-only")
+    for name, data in files.items():
+        target = path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        git(path, "add", name)
+    git(path, "commit", "--quiet", "-m", "hostile")
+    git(path, "push", "--quiet", "origin", "main")
+
+
+def _memory(extra: str = "", body: str = "Body.\n") -> str:
+    return memory_text("20260401-bad", status="proposed", body=body).replace(
+        "---\n", "---\n" + extra, 1
+    )
+
+
+HOSTILE_FILES: dict[str, tuple[bytes, tuple[str, ...]]] = {
+    **{
+        name: (_memory(fields).encode(), (code,) if code else ())
+        for name, (fields, code) in YAML_CASES.items()
+        if name != "duplicate-key"
+    },
+    "duplicate-key": (_memory('title: "again"\n').encode(), ("yaml-duplicate-key",)),
+    "invalid-utf8": (_memory().encode() + b"\xff\xfe", ("not-utf8",)),
+    "nul-byte": (_memory(body="a\x00b\n").encode(), ("nul-byte",)),
+    "huge-front-matter": (_memory("x_big: '" + "a" * 300_000 + "'\n").encode(), ("too-large",)),
+    "no-front-matter": (b"plain text\n", ("frontmatter-missing",)),
+    "unterminated": (b"---\nid: x\n", ("frontmatter-unterminated",)),
+    "wrong-type-status": (
+        _memory().replace('status: "proposed"', "status: [1]").encode(),
+        ("field-type", "status-invalid"),
+    ),
+    "timestamp-object": (
+        _memory().replace('created: "2026-01-01T00:00:00.000Z"', "created: 2026-01-01").encode(),
+        (),  # YAML timestamps stay strings: a date-only value may be accepted
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_FILES))
+def test_it_lists_a_hostile_memory_file_as_a_problem_and_indexes_the_rest(repository, remote, case):
+    before = {row for row in _index(repository) if row[0] != "20260401-bad"}
+    data, codes = HOSTILE_FILES[case]
+    _commit_bytes(remote, {f"{M}/20260401-bad.md": data})
+    repo = _sync(repository)
+    assert repo.last_sync_ok, repo.last_error
+    after = _index(repo)
+    assert before <= set(after)
+    problems = _problems(repo)
+    if codes:
+        assert problems.get(f"{M}/20260401-bad.md") in codes, problems
+        assert "20260401-bad" not in {row[0] for row in after}
+
+
+CONFIGS: dict[str, bytes] = {
+    "deep-json": deep_json(),
+    "duplicate-keys": b'{"version": 1, "review": "agents", "review": "off"}',
+    "nan": b'{"version": NaN, "review": "agents"}',
+    "invalid-utf8": b'{"version": 1, "review": "\xff"}',
+    "too-large": b'{"version": 1, "review": "agents", "x": "' + b"a" * 100_000 + b'"}',
+    "wrong-types": b'{"version": "1", "review": ["agents"]}',
+    "not-object": b"[]",
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONFIGS))
+def test_it_keeps_the_last_index_when_the_config_turns_hostile(repository, remote, case):
+    before = _index(repository)
+    _commit_bytes(remote, {".memoryrail/config.json": CONFIGS[case]})
+    repo = _sync(repository)
+    assert not repo.last_sync_ok
+    assert repo.last_error
+    assert _index(repo) == before
+
+
+def _commit_symlink(remote, name: str, target: str) -> None:  # type: ignore[no-untyped-def]
+    path = remote.clone("elsewhere")
+    git(path, "pull", "--quiet", "--ff-only")
+    link = path / name
+    if link.exists() or link.is_symlink():
+        git(path, "rm", "-r", "--quiet", name)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(target, link)
+    git(path, "add", name)
+    git(path, "commit", "--quiet", "-m", "symlink")
+    git(path, "push", "--quiet", "origin", "main")
+
+
+@pytest.fixture
+def outside(tmp_path):  # type: ignore[no-untyped-def]
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    (folder / "20260501-secret.md").write_text(
+        memory_text("20260501-secret", title="SECRET OUTSIDE", status="proposed")
+    )
+    (folder / "config.json").write_text(json.dumps({"version": 1, "review": "agents"}))
+    return folder
+
+
+def test_it_refuses_a_memory_file_that_is_a_symlink(repository, remote, outside):
+    _commit_symlink(remote, f"{M}/20260501-secret.md", str(outside / "20260501-secret.md"))
+    repo = _sync(repository)
+    assert not Memory.objects.filter(title="SECRET OUTSIDE").exists()
+    assert _problems(repo).get(f"{M}/20260501-secret.md") == "file-not-regular"
+
+
+def test_it_refuses_a_memories_folder_that_is_a_symlink(repository, remote, outside):
+    path = remote.clone("elsewhere")
+    git(path, "rm", "-r", "--quiet", M)
+    git(path, "commit", "--quiet", "-m", "drop memories")
+    git(path, "push", "--quiet", "origin", "main")
+    _commit_symlink(remote, M, str(outside))
+    repo = _sync(repository)
+    assert not Memory.objects.filter(title="SECRET OUTSIDE").exists()
+    assert repo.problems, "a symlinked memories folder must be reported"
+
+
+def test_it_refuses_a_config_that_is_a_symlink(repository, remote, outside):
+    _commit_symlink(remote, ".memoryrail/config.json", str(outside / "config.json"))
+    # The target is valid config: reading it would "work". It must not be read at all.
+    (outside / "config.json").write_text(json.dumps({"version": 1, "review": "off"}))
+    repo = _sync(repository)
+    assert not repo.last_sync_ok
+    assert "config" in repo.last_error.lower()
+
+
+def test_it_reads_a_huge_memory_file_with_bounded_memory(repository, remote):
+    big = _memory(body="x" * (30 * 1024 * 1024)).encode()
+    _commit_bytes(remote, {f"{M}/20260401-bad.md": big})
+    del big
+    tracemalloc.start()
+    try:
+        repo = _sync(repository)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert _problems(repo).get(f"{M}/20260401-bad.md") == "too-large"
+    assert peak < 8 * 1024 * 1024, f"peak Python allocation {peak} bytes for a 30 MB file"
