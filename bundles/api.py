@@ -232,11 +232,18 @@ IMPORT_JOB = inline_serializer(
     },
 )
 IMPORT_FLAGS = [
-    OpenApiParameter(name, OpenApiTypes.STR, enum=["true", "false"], description=text)
-    for name, text in (
-        ("keep_embeddings", "Default true; false drops every embedding."),
-        ("accept_foreign_embeddings", "Default false; true keeps another model's embeddings."),
-    )
+    *(
+        OpenApiParameter(name, OpenApiTypes.STR, enum=["true", "false"], description=text)
+        for name, text in (
+            ("keep_embeddings", "Default true; false drops every embedding."),
+            ("accept_foreign_embeddings", "Default false; true keeps another model's embeddings."),
+        )
+    ),
+    OpenApiParameter(
+        "propose_to",
+        OpenApiTypes.INT,
+        description="Also propose the imported memories to this review repository (its id).",
+    ),
 ]
 IMPORT_RESPONSES = {
     200: IMPORT_REPORT,
@@ -244,14 +251,19 @@ IMPORT_RESPONSES = {
         inline_serializer("ImportAccepted", {"job": IMPORT_JOB}),
         description="Larger than the sync limit: a background job (URL also in Location).",
     ),
-    **error_responses(400, *AUTH_ERRORS, 413, 415, 422),
+    **error_responses(400, *AUTH_ERRORS, 404, 413, 415, 422),
 }
 MINIMAL_BUNDLE = {
     "format": "memoryai-bundle",
     "version": 1,
     "generator": "example/1",
     "exported_at": "2026-01-05T09:00:00Z",
-    "manifest": {"scope": "full", "embedding_model": "", "embedding_dim": 0, "counts": {"chunks": 1}},
+    "manifest": {
+        "scope": "full",
+        "embedding_model": "",
+        "embedding_dim": 0,
+        "counts": {"chunks": 1},
+    },
     "chunks": [
         {
             "id": 1,
