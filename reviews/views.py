@@ -278,7 +278,8 @@ def review_settings_edit(request: HttpRequest) -> HttpResponse:
     team = request.team  # type: ignore[attr-defined]
     current = review_settings(team)
     form = ReviewSettingsForm(
-        request.POST or None, initial={"require_two_approvals": current.require_two_approvals}
+        request.POST if request.method == "POST" else None,  # an unchecked box posts nothing
+        initial={"require_two_approvals": current.require_two_approvals},
     )
     if request.method == "POST" and form.is_valid():
         review_settings_update(
