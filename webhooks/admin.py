@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.db import models
 
 from webhooks.models import WebhookDelivery, WebhookEndpoint
 
@@ -13,6 +14,7 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
     list_filter = ["team", "is_active"]
     search_fields = ["url", "description"]
     exclude = ["secret_encrypted"]
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}  # Django 6 default
 
     def has_add_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
         return False

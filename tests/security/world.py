@@ -1,0 +1,149 @@
+"""Two teams with one of everything each, built through the real services."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+
+from bundles.models import Chunk, ImportJob
+from bundles.services import bundle_import
+from memoryadmin.audit import Actor
+from memoryadmin.models import ApiToken, AuditEvent, Team
+from reviews import services as review_services
+from reviews.models import Decision, Memory, Repository
+from sources import services as source_services
+from sources.models import RefreshRun, Source
+from tests.bundles.helpers import chunk, make_bundle
+from tests.reviews.conftest import M, make_remote, memory_text
+from tests.sources.helpers import record_text, write_source
+from webhooks import services as webhook_services
+from webhooks.models import WebhookDelivery, WebhookEndpoint
+
+
+@dataclass
+class TeamObjects:
+    team: Team
+    source: Source
+    run: RefreshRun
+    repository: Repository
+    proposal: Memory
+    decision: Decision
+    job: ImportJob
+    endpoint: WebhookEndpoint
+    delivery: WebhookDelivery
+    token: ApiToken
+    chunk: Chunk
+    secrets: dict[str, str] = field(default_factory=dict)
+
+    def ids(self) -> dict[str, Any]:
+        """URL kwargs that name this team's objects."""
+        return {
+            "team_slug": self.team.slug,
+            "token_id": self.token.pk,
+            "source_id": self.source.pk,
+            "run_id": self.run.pk,
+            "memory_pk": self.proposal.pk,
+            "repository_pk": self.repository.pk,
+            "job_id": self.job.pk,
+            "endpoint_id": self.endpoint.pk,
+            "delivery_id": self.delivery.pk,
+            "pk": None,  # per API view, see api_pk()
+            "key": self.proposal.memory_id,
+        }
+
+
+def build_team(
+    team: Team,
+    admin: Any,
+    root: Path,
+    *,
+    label: str,
+    body: str = "Plain body.\n",
+    credential: Any = None,
+    repo_token: str = "",
+    webhook_url: str = "",
+) -> TeamObjects:
+    actor = Actor(user=admin)
+    source_dir = write_source(
+        root / f"source-{label}",
+        {f"{label}-rec": record_text(f"{label}-rec", title=f"{label} record", body=body)},
+    )
+    with transaction.atomic():
+        source = source_services.source_add(
+            actor=actor, team=team, location=str(source_dir), credential=credential
+        )
+    source_services.source_approve(actor=actor, source=source)
+    run = source_services.source_refresh_request(actor=actor, source=source)
+    source_services.source_refresh(source_id=source.pk, run_id=run.pk)
+    source.refresh_from_db()
+
+    remote = make_remote(root / f"git-{label}")
+    proposal_id = f"20260301-{label}-only"
+    remote.commit(
+        {
+            f"{M}/{proposal_id}.md": memory_text(
+                proposal_id, title=f"{label} proposal", status="proposed", body=body
+            )
+        },
+        f"propose {label}",
+    )
+    with transaction.atomic():
+        repository = review_services.repository_create(
+            actor=actor,
+            team=team,
+            name=f"repo-{label}",
+            remote_url=remote.url,
+            credential_kind="https-token" if repo_token else "none",
+            credential_username="x-access-token" if repo_token else "",
+            credential_secret=repo_token,
+            allow_local=True,
+        )
+    review_services.repository_sync(repository_id=repository.pk)
+    repository.refresh_from_db()
+    proposal = Memory.objects.get(repository=repository, memory_id=proposal_id)
+    rejected = Memory.objects.get(repository=repository, memory_id="20260203-cache-attempt")
+    decision = review_services.proposal_reject(actor=actor, memory=rejected, comment="no")
+
+    bundle_import(
+        team=team,
+        actor=actor,
+        bundle=make_bundle(chunks=[chunk(1, f"{label} chunk: {body}")]),
+    )
+    brain_chunk = Chunk.objects.filter(team=team).first()
+    job = ImportJob.objects.create(team=team, created_by=admin, state="succeeded", report={})
+
+    endpoint, hook_secret = webhook_services.endpoint_create(
+        actor=actor,
+        team=team,
+        url=webhook_url or f"https://hooks-{label}.example.org/in",
+        events=[],
+    )
+    delivery = webhook_services.endpoint_ping(actor=actor, endpoint=endpoint)
+
+    from memoryadmin.services import token_create
+
+    token, token_secret = token_create(
+        actor=actor, team=team, name=f"{label}-token", scopes=["sources:read"]
+    )
+    assert brain_chunk is not None
+    return TeamObjects(
+        team=team,
+        source=source,
+        run=run,
+        repository=repository,
+        proposal=proposal,
+        decision=decision,
+        job=job,
+        endpoint=endpoint,
+        delivery=delivery,
+        token=token,
+        chunk=brain_chunk,
+        secrets={"webhook": hook_secret, "token": token_secret},
+    )
+
+
+def audit_ids(team: Team) -> list[int]:
+    return list(AuditEvent.objects.filter(team=team).values_list("pk", flat=True))
