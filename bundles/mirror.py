@@ -403,7 +403,15 @@ def _reconcile(
         result.chunks_created = len(missing)
         chunks.update(_chunks_by_hash(team, missing))
 
-    owners = _other_active_refs(group, [c.pk for c in chunks.values() if not c.standalone])
+    owners = _other_active_refs(group, [c.pk for c in chunks.values()])
+    # Chunks an origin leaves (withdrawn, or its text changed): standalone ones drop our
+    # provenance key, so an imported text does not keep claiming an approval that is gone.
+    left: dict[int, str] = {}
+    for ref, origin in origins.items():
+        if not origin.active:
+            continue
+        if ref not in parsed or origin.chunk_id != chunks[parsed[ref][1].content_hash].pk:
+            left[origin.chunk_id] = ref
     chunk_updates: dict[int, Chunk] = {}
     bump: set[int] = set()
     new_origins: list[ChunkOrigin] = []
@@ -464,6 +472,7 @@ def _reconcile(
             batch_size=LOOKUP_BATCH,
         )
         result.chunks_updated = len(chunk_updates)
+    _drop_provenance(left, keep=set(chunk_updates), now=now)
     created_ids = {chunks[digest].pk for digest in missing}
     bump -= created_ids
     if bump:
@@ -498,13 +507,18 @@ def _refresh_chunk(
 ) -> None:
     """Rewrite an existing chunk's mirrored fields when this ref owns it.
 
-    Standalone (imported) chunks keep their own fields; among mirror origins the smallest
-    active ref owns the chunk, so two sources with the same text do not take turns.
+    Standalone (imported) chunks keep their own fields and only gain the provenance key; among
+    mirror origins the smallest active ref owns the chunk, so two sources with the same text
+    do not take turns.
     """
-    if chunk.standalone:
-        return
     other = owners.get(chunk.pk)
     if other is not None and other < ref:
+        return
+    if chunk.standalone:
+        if chunk.metadata.get(PROVENANCE_KEY) != item.provenance:
+            chunk.metadata = {**chunk.metadata, PROVENANCE_KEY: item.provenance}
+            updates[chunk.pk] = chunk
+            bump.add(chunk.pk)
         return
     values = {
         "memory_type": record.memory_type,
@@ -526,3 +540,15 @@ def _refresh_chunk(
     updates[chunk.pk] = chunk
     if not only_time:  # a new retrieval time alone is not a change for `since` exports
         bump.add(chunk.pk)
+
+
+def _drop_provenance(left: dict[int, str], *, keep: set[int], now: datetime) -> None:
+    ids = [pk for pk in left if pk not in keep]
+    for start in range(0, len(ids), LOOKUP_BATCH):
+        for chunk in Chunk.objects.filter(
+            pk__in=ids[start : start + LOOKUP_BATCH], standalone=True
+        ).only("id", "metadata"):
+            mine = chunk.metadata.get(PROVENANCE_KEY)
+            if isinstance(mine, dict) and mine.get("ref") == left[chunk.pk]:
+                chunk.metadata = {k: v for k, v in chunk.metadata.items() if k != PROVENANCE_KEY}
+                Chunk.objects.filter(pk=chunk.pk).update(metadata=chunk.metadata, updated_at=now)

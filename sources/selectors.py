@@ -160,4 +160,6 @@ def context_items(
         .order_by("repository_id", "memory_id")
     )
     pinned = Q(front_matter__pinned=True) | Q(front_matter__pinned="true")
-    return ContextList([memories.filter(pinned), records, memories.exclude(pinned)])
+    # exclude(pinned) would also drop memories without the key (SQL NULL): exclude by id.
+    pinned_ids = memories.filter(pinned).values("pk")
+    return ContextList([memories.filter(pinned), records, memories.exclude(pk__in=pinned_ids)])

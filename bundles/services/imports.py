@@ -292,7 +292,6 @@ class _Importer:
             self._collect_proposal(index, record)
             if PROVENANCE_KEY in record.metadata:  # provenance is ours to write, never imported
                 self.claimed_provenance += 1
-                record.metadata[f"{PROVENANCE_KEY}_claimed"] = record.metadata.pop(PROVENANCE_KEY)
             hint = protocol.prompt_injection_hint(record.content)
             if hint is not None:
                 flagged.add(record.content_hash)
@@ -333,7 +332,7 @@ class _Importer:
                     _db_datetime(record.created_at or self.now),
                     _db_datetime(record.accessed_at),
                     _db_datetime(record.valid_until),
-                    self._json(record.metadata),
+                    self._json(_unclaimed(record.metadata)),
                     Origin.IMPORT.value,
                     record.is_dna,
                     False,
@@ -609,6 +608,15 @@ class _Importer:
             self.settings.embedding_model,
             self.settings.embedding_dim,
         ) == (self.manifest.embedding_model, self.manifest.embedding_dim)
+
+
+def _unclaimed(metadata: dict[str, Any]) -> dict[str, Any]:
+    """A copy with our provenance key renamed: a bundle cannot claim where a chunk came from."""
+    if PROVENANCE_KEY not in metadata:
+        return metadata
+    copy = {k: v for k, v in metadata.items() if k != PROVENANCE_KEY}
+    copy[f"{PROVENANCE_KEY}_claimed"] = metadata[PROVENANCE_KEY]
+    return copy
 
 
 def _merge_entity(a: EntityRecord, b: EntityRecord) -> EntityRecord:
