@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bundles import protocol
+from bundles import mirror, protocol
 
 
 def server_spec(*, max_bytes: int, sync_max_bytes: int) -> dict[str, Any]:
@@ -38,6 +38,54 @@ def server_spec(*, max_bytes: int, sync_max_bytes: int) -> dict[str, Any]:
                 "mood_states": "'key', else 'name', else record hash; upserted",
                 "agents": "'name', else 'id'; upserted",
             },
+        },
+        "brain": {
+            "what_is_served": "chunks that are not deleted and either were imported/entered or "
+            "mirror an approved source record (approved, not denied, active, unexpired) or an "
+            "active repository memory; exports and counts use only served chunks",
+            "content": "title, a blank line, body (both trimmed); content_hash follows",
+            "type_mapping": {
+                "openmemories": {
+                    kind: {"memory_type": t, "tags": list(tags)}
+                    for kind, (t, tags) in mirror.SOURCE_TYPES.items()
+                },
+                "memoryrail": {
+                    kind: {"memory_type": t, "zone": zone, "tags": list(tags)}
+                    for kind, (t, zone, tags) in mirror.MEMORY_TYPES.items()
+                },
+                "pinned": "MemoryRail pinned: true -> is_pinned true",
+            },
+            "provenance": {
+                "where": f"chunk metadata.{mirror.PROVENANCE_KEY}, written by this server only "
+                f"(an imported metadata.{mirror.PROVENANCE_KEY} is kept as "
+                f"metadata.{mirror.PROVENANCE_KEY}_claimed)",
+                "source": [
+                    "origin",
+                    "ref",
+                    "source_id",
+                    "source",
+                    "source_name",
+                    "record_id",
+                    "retrieved_at",
+                    "stale",
+                ],
+                "repository": [
+                    "origin",
+                    "ref",
+                    "repository_id",
+                    "repository",
+                    "memory_id",
+                    "memory_ref",
+                    "commit",
+                    "approved_by",
+                    "approval",
+                ],
+            },
+            "propose_to": "POST /v1/brain/import?propose_to=<repository id>: DNA chunks not "
+            "already in the repository become MemoryRail proposals (status proposed; decision, "
+            "x_constraint->constraint, pitfall->gotcha or attempt (tag attempt), goal->thread, "
+            "episodic->session, anything else->constraint tagged with its type); secret-scanned "
+            "first, a finding is reported by rule name and not written; at most 200 per import",
         },
         "checksum": {
             "algorithm": "sha256 hex",

@@ -200,3 +200,30 @@ def test_it_orders_context_pinned_first_with_provenance_and_logs_reads(
     from bundles.selectors import chunk_readers
 
     assert [e.pk for e in chunk_readers(team, ids[0])] == [export.pk]
+
+
+def test_it_shows_where_each_chunk_came_from_on_the_brain_page(
+    repository, client, admin_user, team, django_assert_max_num_queries
+):
+    from bundles.services import bundle_import
+
+    bundle_import(
+        team=team, actor=Actor.system(), bundle=make_bundle(chunks=[chunk(1, FLAGS, "decision")])
+    )
+    client.force_login(admin_user)
+    with django_assert_max_num_queries(24):  # constant: origins are one prefetch
+        page = client.get(f"/t/{team.slug}/brain/").content.decode()
+    assert f"/t/{team.slug}/reviews/repositories/{repository.pk}/" in page
+    assert "approved by Agent Smith" in page
+    assert 'href="#events-h">an import</a>' in page
+    assert f'<option value="{repository.pk}">app</option>' in page
+
+
+def test_it_describes_the_mapping_in_the_spec(api_client):
+    brain = api_client.get("/v1/spec").json()["brain"]
+    assert brain["type_mapping"]["memoryrail"]["constraint"] == {
+        "memory_type": "x_constraint",
+        "zone": "critical",
+        "tags": [],
+    }
+    assert brain["type_mapping"]["openmemories"]["project"]["tags"] == ["project"]
