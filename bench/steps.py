@@ -192,38 +192,75 @@ def _copy_text(value: Any) -> str:
     return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
 
 
-def _baseline_rows(path: Path, team_id: int) -> dict[str, list[tuple[Any, ...]]]:
-    """The rows the import would write, as plain tuples (untimed preparation)."""
+def _chunk_columns(c: dict[str, Any], team_id: int) -> dict[str, Any]:
     import base64
 
+    embedding = base64.b64decode(c["embedding"])
+    return {
+        "team_id": team_id,
+        "content": c["content"],
+        "content_hash": c["content_hash"],
+        "memory_type": c["memory_type"],
+        "embedding": embedding,
+        "embedding_model": c["embedding_model"],
+        "embedding_dim": len(embedding) // 4,
+        "tags": c["tags"],
+        "zone": c["zone"],
+        "importance": c["importance"],
+        "is_pinned": c["is_pinned"],
+        "decay_score": c["decay_score"],
+        "tier": c["tier"],
+        "created_at": c["created_at"],
+        "accessed_at": None,
+        "valid_until": None,
+        "metadata": c["metadata"],
+        "origin": "import",
+        "is_dna": c["memory_type"] == "decision",
+        "is_deleted": False,
+        "deleted_at": None,
+        "suspicious": False,
+        "updated_at": c["created_at"],
+        "standalone": True,
+    }
+
+
+def _chunk_baseline_columns() -> tuple[str, ...]:
+    """The columns the import writes that the baseline knows how to fill (the import's list
+    grows as the app does; a column the baseline does not know is left empty)."""
+    from bundles.services.imports import CHUNK_INSERT_COLUMNS
+
+    known = _chunk_columns(
+        {
+            "embedding": "",
+            "tags": [],
+            "metadata": {},
+            **dict.fromkeys(
+                (
+                    "content",
+                    "content_hash",
+                    "memory_type",
+                    "embedding_model",
+                    "zone",
+                    "importance",
+                    "is_pinned",
+                    "decay_score",
+                    "tier",
+                    "created_at",
+                )
+            ),
+        },
+        0,
+    )
+    return tuple(name for name in CHUNK_INSERT_COLUMNS if name in known)
+
+
+def _baseline_rows(path: Path, team_id: int) -> dict[str, list[tuple[Any, ...]]]:
+    """The rows the import would write, as plain tuples (untimed preparation)."""
+
     bundle = json.loads(path.read_text(encoding="utf-8"))
+    columns = _chunk_baseline_columns()
     chunks = [
-        (
-            team_id,
-            c["content"],
-            c["content_hash"],
-            c["memory_type"],
-            base64.b64decode(c["embedding"]),
-            c["embedding_model"],
-            len(base64.b64decode(c["embedding"])) // 4,
-            c["tags"],
-            c["zone"],
-            c["importance"],
-            c["is_pinned"],
-            c["decay_score"],
-            c["tier"],
-            c["created_at"],
-            None,
-            None,
-            c["metadata"],
-            "import",
-            c["memory_type"] == "decision",
-            False,
-            None,
-            False,
-            c["created_at"],
-        )
-        for c in bundle["chunks"]
+        tuple(_chunk_columns(c, team_id).get(name) for name in columns) for c in bundle["chunks"]
     ]
     edges = [
         (
@@ -252,10 +289,8 @@ def import_baseline(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
     """COPY … FROM STDIN of the same rows into scratch tables shaped like the real ones."""
     from django.db import connection
 
-    from bundles.services.imports import CHUNK_INSERT_COLUMNS
-
     columns = {
-        "chunk": ("bundles_chunk", CHUNK_INSERT_COLUMNS),
+        "chunk": ("bundles_chunk", _chunk_baseline_columns()),
         "edge": (
             "bundles_memoryedge",
             (
