@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import statistics
+from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from django.db.models import Exists, Min, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from memoryadmin.models import Team
@@ -111,16 +113,94 @@ def decision_history(team: Team) -> QuerySet[Decision]:
     )
 
 
+DASHBOARD_WEEKS = 12
+MEDIAN_DAYS = 30
+
+
+def _week_start(moment: datetime) -> date:
+    local = timezone.localtime(moment).date()
+    return local - timedelta(days=local.weekday())
+
+
+def short_duration(value: timedelta) -> str:
+    """'45 min', '5 h 20 min', '3 d 4 h': enough precision for a glance."""
+    minutes = max(0, int(value.total_seconds() // 60))
+    days, rest = divmod(minutes, 24 * 60)
+    hours, minutes = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min"
+
+
 def dashboard_summary(team: Team) -> dict[str, Any]:
+    """Queue size and age, pushes failing or pending, time to decision, decisions per week."""
+    now = timezone.now()
     queue = open_proposals(team)
-    oldest = queue.aggregate(oldest=Min("added_at"))["oldest"]
+    queue_size = queue.count()
+    oldest = (
+        queue.order_by("added_at", "id").values("pk", "ref", "title", "added_at").first()
+        if queue_size
+        else None
+    )
+    states = Decision.objects.filter(team=team).aggregate(
+        failures=Count("id", filter=Q(state__in=[PushState.FAILED, PushState.CONFLICT])),
+        pending=Count("id", filter=Q(state=PushState.PENDING)),
+    )
+    failed = list(
+        Decision.objects.filter(team=team, state__in=[PushState.FAILED, PushState.CONFLICT])
+        .select_related("repository")
+        .prefetch_related(
+            Prefetch(
+                "items",
+                queryset=DecisionItem.objects.only(
+                    "id", "decision_id", "memory_id", "ref", "title"
+                ),
+            )
+        )
+        .only("id", "kind", "state", "state_detail", "created_at", "repository__name")
+        .order_by("-created_at", "-id")[:5]
+    )
+    this_week = _week_start(now)
+    first_week = this_week - timedelta(weeks=DASHBOARD_WEEKS - 1)
+    since = min(
+        now - timedelta(days=MEDIAN_DAYS),
+        timezone.make_aware(datetime.combine(first_week, time.min)),
+    )
+    weeks = {
+        first_week + timedelta(weeks=n): {"approve": 0, "reject": 0} for n in range(DASHBOARD_WEEKS)
+    }
+    waits: list[timedelta] = []
+    rows = DecisionItem.objects.filter(
+        decision__team=team, decision__created_at__gte=since
+    ).values_list("decision__created_at", "decision__kind", "proposed_at")
+    for decided_at, kind, proposed_at in rows.iterator(chunk_size=2000):
+        week = weeks.get(_week_start(decided_at))
+        if week is not None:
+            week[kind] += 1
+        if proposed_at is not None and decided_at >= now - timedelta(days=MEDIAN_DAYS):
+            waits.append(decided_at - proposed_at)
+    median = statistics.median(waits) if waits else None
     return {
-        "queue_size": queue.count(),
-        "oldest_age": timezone.now() - oldest if oldest else None,
-        "oldest_at": oldest,
-        "push_failures": Decision.objects.filter(
-            team=team, state__in=[PushState.FAILED, PushState.CONFLICT]
-        ).count(),
-        "pending_pushes": Decision.objects.filter(team=team, state=PushState.PENDING).count(),
+        "queue_size": queue_size,
+        "oldest": oldest,
+        "oldest_at": oldest["added_at"] if oldest else None,
+        "oldest_age": now - oldest["added_at"] if oldest and oldest["added_at"] else None,
+        "median_decision_time": median,
+        "median_decision_label": short_duration(median) if median is not None else "",
+        "decided_30d": len(waits),
+        "push_failures": states["failures"],
+        "failed_decisions": failed,
+        "pending_pushes": states["pending"],
         "repository_errors": Repository.objects.filter(team=team, last_sync_ok=False).count(),
+        "weeks": [
+            {
+                "start": start,
+                "approved": counts["approve"],
+                "rejected": counts["reject"],
+                "total": counts["approve"] + counts["reject"],
+            }
+            for start, counts in weeks.items()
+        ],
     }
