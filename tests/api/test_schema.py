@@ -19,6 +19,7 @@ API_PATHS = {
     "/api/me/": {"get"},
     "/api/sources/": {"get"},
     "/api/sources/{id}/": {"get"},
+    "/api/sources/{id}/runs/latest/": {"get"},
     "/api/context/": {"get"},
     "/api/reviews/repositories/": {"get"},
     "/api/reviews/repositories/{id}/": {"get"},
@@ -131,5 +132,9 @@ def test_it_serves_the_schema_and_an_offline_redoc_page(client):
     assert response.status_code == 200
     assert response.json()["info"]["title"] == "memoryadmin API"
     page = client.get(reverse("api-docs")).content.decode()
-    assert "/static/drf_spectacular_sidecar/redoc/bundles/redoc.standalone.js" in page
+    script = "/static/drf_spectacular_sidecar/redoc/bundles/redoc.standalone.js"
+    assert script in page
     assert "cdn" not in page.lower()
+    served = client.get(script)
+    assert served.status_code == 200
+    assert b"".join(served.streaming_content if served.streaming else [served.content])
