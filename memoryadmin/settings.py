@@ -255,6 +255,8 @@ SPECTACULAR_SETTINGS = {
         "SourceStateEnum": "sources.models.SourceState",
         "DecisionKindEnum": "reviews.models.DecisionKind",
         "PushStateEnum": "reviews.models.PushState",
+        "RefreshRunStatusEnum": "sources.models.RunStatus",
+        "MemoryStatusEnum": "reviews.models.MemoryStatus",
     },
 }
 

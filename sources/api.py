@@ -25,6 +25,7 @@ from memoryadmin.models import Scope
 from sources import selectors
 from sources.serializers import (
     ContextRecordSerializer,
+    RefreshRunSerializer,
     SourceDetailSerializer,
     SourceSerializer,
     context_memory,
@@ -89,6 +90,24 @@ class SourceDetailView(generics.RetrieveAPIView):
 
     def get_object(self):  # type: ignore[no-untyped-def]
         return selectors.team_source(request_team(self.request), self.kwargs["pk"])
+
+
+class SourceLatestRunView(APIView):
+    """The progress of the source's newest refresh: poll it after asking for one."""
+
+    permission_classes = [HasScope]
+    required_scopes = {"GET": Scope.SOURCES_READ}
+
+    @extend_schema(
+        summary="The source's latest refresh run and its state",
+        responses={200: RefreshRunSerializer, **error_responses(*AUTH_ERRORS, 404)},
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        source = selectors.team_source(request_team(request), pk)
+        run = selectors.latest_run(source)
+        if run is None:
+            raise ApiError(404, "no-runs", "This source has not been refreshed yet.")
+        return Response(RefreshRunSerializer(run).data)
 
 
 class ContextPagination(LimitOffsetPagination):

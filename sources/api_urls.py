@@ -7,5 +7,10 @@ from sources import api
 urlpatterns = [
     path("sources/", api.SourceListView.as_view(), name="api-source-list"),
     path("sources/<int:pk>/", api.SourceDetailView.as_view(), name="api-source-detail"),
+    path(
+        "sources/<int:pk>/runs/latest/",
+        api.SourceLatestRunView.as_view(),
+        name="api-source-latest-run",
+    ),
     path("context/", api.ContextView.as_view(), name="api-context"),
 ]

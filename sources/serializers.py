@@ -5,7 +5,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from sources.models import Problem, Record, Rejection, Source
+from sources.models import Problem, Record, RefreshRun, Rejection, Source
 
 
 class SourceCountsSerializer(serializers.Serializer):
@@ -75,12 +75,45 @@ class ProblemSerializer(serializers.ModelSerializer):
         fields = ["code", "ids", "message"]
 
 
+class RefreshRunSerializer(serializers.ModelSerializer):
+    """One refresh of a source: queued, running, then succeeded, failed, denied or skipped."""
+
+    finished = serializers.BooleanField(source="is_finished", read_only=True)
+
+    class Meta:
+        model = RefreshRun
+        fields = [
+            "id",
+            "status",
+            "finished",
+            "trigger",
+            "requested_by",
+            "requested_at",
+            "started_at",
+            "finished_at",
+            "duration_ms",
+            "changed",
+            "record_count",
+            "active_count",
+            "rejected_count",
+            "problem_count",
+            "error_code",
+            "error",
+        ]
+
+
 class SourceDetailSerializer(SourceSerializer):
     rejections = serializers.SerializerMethodField()
     problems = serializers.SerializerMethodField()
+    latest_run = serializers.SerializerMethodField()
 
     class Meta(SourceSerializer.Meta):
-        fields = [*SourceSerializer.Meta.fields, "rejections", "problems"]
+        fields = [*SourceSerializer.Meta.fields, "rejections", "problems", "latest_run"]
+
+    @extend_schema_field(RefreshRunSerializer(allow_null=True))
+    def get_latest_run(self, source: Source) -> dict[str, Any] | None:
+        run = source.runs.order_by("-requested_at", "-id").first()
+        return RefreshRunSerializer(run).data if run is not None else None
 
     @extend_schema_field(RejectionSerializer(many=True))
     def get_rejections(self, source: Source) -> list[dict[str, Any]]:
