@@ -57,6 +57,8 @@ class HasScope(permissions.BasePermission):
     def has_permission(self, request, view) -> bool:  # type: ignore[no-untyped-def]
         if not (request.user and request.user.is_authenticated):
             return False
+        if request.method not in view.allowed_methods:
+            return True  # nothing to authorise: DRF answers 405 Method Not Allowed next
         scope = getattr(view, "required_scopes", {}).get(request.method)
         if scope is None:
             scope = getattr(view, "required_scopes", {}).get("*")

@@ -244,7 +244,8 @@ def test_it_refuses_a_token_without_the_scope_with_403_insufficient_scope(make_t
 def test_it_refuses_methods_no_scope_is_declared_for(make_token, team):
     client = bearer(make_token(team, list(Scope.values)))
     assert_error(client.get("/api/undeclared/"), 403, "forbidden")
-    assert_error(client.put("/api/scoped/", {}, format="json"), 403, "forbidden")
+    # A method the view does not implement is not a permission question.
+    assert_error(client.put("/api/scoped/", {}, format="json"), 405, "method-not-allowed")
 
 
 @pytest.mark.urls("tests.memoryadmin.urls_scope")
@@ -326,3 +327,10 @@ def test_it_revokes_a_token_with_the_command(make_token, team):
     assert ApiToken.objects.get().revoked_at is not None
     event = AuditEvent.objects.get(action="token.revoke")
     assert event.actor_label == "system"
+
+
+def test_it_answers_405_not_403_to_a_method_the_endpoint_does_not_have(token_client, team):
+    client = token_client(team, ["sources:read"])
+    response = client.delete("/api/sources/")
+    assert response.status_code == 405
+    assert response.json()["error"]["code"] == "method-not-allowed"
