@@ -5,11 +5,14 @@ from __future__ import annotations
 from celery import shared_task
 
 
-@shared_task(name="bundles.tasks.import_job_run", ignore_result=True)
-def import_job_run_task(job_id: int) -> str:
+@shared_task(name="bundles.tasks.import_job_run", bind=True, ignore_result=True)
+def import_job_run_task(self, job_id: int) -> str:  # type: ignore[no-untyped-def]
     from bundles.services import import_job_run
 
-    job = import_job_run(job_id=job_id)
+    # Requeued after its worker died (acks_late + reject_on_worker_lost): the job still says
+    # "running" but nobody runs it; the import rolled back with the process, so run it again.
+    redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
+    job = import_job_run(job_id=job_id, reclaim=redelivered)
     return job.state if job is not None else "skipped"
 
 

@@ -838,9 +838,12 @@ def import_job_create(
     return job
 
 
-def import_job_run(*, job_id: int) -> ImportJob | None:
-    """Run a queued job once (compare-and-set claim); all-or-nothing, then drop the scratch file."""
-    claimed = ImportJob.objects.filter(pk=job_id, state=JobState.QUEUED).update(
+def import_job_run(*, job_id: int, reclaim: bool = False) -> ImportJob | None:
+    """Run a queued job once (compare-and-set claim); all-or-nothing, then drop the scratch file.
+
+    `reclaim` also takes a job left "running" by a worker that died (a redelivered task)."""
+    states = [JobState.QUEUED, JobState.RUNNING] if reclaim else [JobState.QUEUED]
+    claimed = ImportJob.objects.filter(pk=job_id, state__in=states).update(
         state=JobState.RUNNING, started_at=timezone.now()
     )
     if not claimed:
