@@ -122,6 +122,7 @@ APIS = [
     Api("api-me", "GET", None),
     Api("api-source-list", "GET", Scope.SOURCES_READ),
     Api("api-source-detail", "GET", Scope.SOURCES_READ, pk="source"),
+    Api("api-source-latest-run", "GET", Scope.SOURCES_READ, pk="source"),
     Api("api-context", "GET", Scope.CONTEXT_READ),
     Api("api-repository-list", "GET", Scope.REVIEWS_READ),
     Api("api-repository-detail", "GET", Scope.REVIEWS_READ, pk="repository"),
