@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
 from django.conf import settings
@@ -9,11 +10,24 @@ from django.utils import timezone
 from django_ratelimit.core import is_ratelimited
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.plumbing import build_bearer_security_scheme_object
+from redis.exceptions import RedisError
 from rest_framework import authentication, exceptions
 
 from memoryadmin.models import ApiToken, token_hash
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+logger = logging.getLogger(__name__)
+
+
+def rate_limited(request, *, group: str, rate: str, increment: bool) -> bool:  # type: ignore[no-untyped-def]
+    """is_ratelimited, failing open when the cache (Redis) is down: sign-in must not 500."""
+    try:
+        return is_ratelimited(
+            request=request, group=group, key="ip", rate=rate, increment=increment
+        )
+    except (RedisError, OSError) as exc:
+        logger.warning("rate limit %s not checked, the cache is unavailable: %s", group, exc)
+        return False
 
 
 class TokenPrincipal:
@@ -81,10 +95,9 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 
 
 def _failures_limited(request, *, increment: bool) -> bool:  # type: ignore[no-untyped-def]
-    return is_ratelimited(
-        request=getattr(request, "_request", request),
+    return rate_limited(
+        getattr(request, "_request", request),
         group="memoryadmin.token-failures",
-        key="ip",
         rate=settings.MEMORYADMIN_TOKEN_FAILURE_RATE,
         increment=increment,
     )

@@ -11,10 +11,10 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
-from django_ratelimit.core import is_ratelimited
 
 from memoryadmin import services
 from memoryadmin.audit import Actor
+from memoryadmin.authentication import rate_limited
 from memoryadmin.forms import TokenCreateForm
 from memoryadmin.health import health
 from memoryadmin.models import ApiToken, AuditEvent
@@ -26,12 +26,8 @@ class RateLimitedLoginView(auth_views.LoginView):
     """Django's login, refusing (429) more than MEMORYADMIN_LOGIN_RATE posts per client address."""
 
     def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:  # type: ignore[no-untyped-def]
-        if is_ratelimited(
-            request=request,
-            group="memoryadmin.login",
-            key="ip",
-            rate=settings.MEMORYADMIN_LOGIN_RATE,
-            increment=True,
+        if rate_limited(
+            request, group="memoryadmin.login", rate=settings.MEMORYADMIN_LOGIN_RATE, increment=True
         ):
             form = self.get_form()
             form.errors.clear()

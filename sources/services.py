@@ -176,9 +176,19 @@ def source_refresh_request(*, actor: Actor, source: Source, trigger: str = "manu
     source_id, run_id = source.pk, run.pk
 
     def enqueue() -> None:
+        from kombu.exceptions import OperationalError
+
         from sources.tasks import refresh_source
 
-        refresh_source.delay(source_id, run_id)
+        try:
+            refresh_source.delay(source_id, run_id)
+        except OperationalError as exc:  # broker down: say so on the run instead of a 500
+            RefreshRun.objects.filter(pk=run_id).update(
+                status=RunStatus.FAILED,
+                error_code="queue-unavailable",
+                error=f"The task queue is unreachable, nothing was refreshed: {exc}"[:1000],
+                finished_at=timezone.now(),
+            )
 
     transaction.on_commit(enqueue)
     return run

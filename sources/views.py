@@ -128,8 +128,12 @@ def source_refresh(request: HttpRequest, source_id: int) -> HttpResponse:
     if source.state == SourceState.DISABLED:
         messages.error(request, "A disabled source is not refreshed; approve it first.")
     else:
-        services.source_refresh_request(actor=Actor.from_request(request), source=source)
-        messages.success(request, "Refresh queued.")
+        run = services.source_refresh_request(actor=Actor.from_request(request), source=source)
+        run.refresh_from_db()
+        if run.error_code == "queue-unavailable":
+            messages.error(request, "The task queue is unavailable; try again later.")
+        else:
+            messages.success(request, "Refresh queued.")
     return redirect("source-detail", team_slug=request.team.slug, source_id=source.pk)
 
 
