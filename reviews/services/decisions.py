@@ -298,7 +298,7 @@ def proposals_review(
                         },
                     )
         repository_id = repository.pk
-        transaction.on_commit(lambda rid=repository_id: _queue_push(rid))
+        transaction.on_commit(lambda rid=repository_id: _queue_push(rid), robust=True)
         outcome.decisions.append(decision)
     return outcome
 

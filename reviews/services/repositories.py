@@ -117,7 +117,7 @@ def repository_create(
         },
     )
     repository_id = repository.pk
-    transaction.on_commit(lambda: _queue_sync(repository_id))
+    transaction.on_commit(lambda: _queue_sync(repository_id), robust=True)
     return repository
 
 
@@ -140,7 +140,7 @@ def repository_sync_request(*, actor: Actor, repository: Repository) -> None:
         sync_state=SyncState.QUEUED, sync_requested_at=timezone.now()
     )
     repository_id = repository.pk
-    transaction.on_commit(lambda: _queue_sync(repository_id))
+    transaction.on_commit(lambda: _queue_sync(repository_id), robust=True)
 
 
 def working_copy(repository: Repository) -> WorkingCopy:

@@ -17,9 +17,12 @@ from django.db import connection, transaction
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import Role
+from reviews.models import Decision, Memory, PushState
+from reviews.services import repository_create, repository_sync
 from sources import services
 from tests.conftest import ROOT, _worker_env
 from tests.corpus.hostile import closed_port
+from tests.reviews.conftest import make_remote
 from tests.sources.helpers import record_text, write_source
 
 pytestmark = pytest.mark.worker
@@ -64,8 +67,12 @@ def _csrf(html: str) -> str:
     return match.group(1)
 
 
-def test_it_stays_up_and_says_so_when_redis_is_down(web_without_redis, team, make_user, tmp_path):
+def test_it_stays_up_and_says_so_when_redis_is_down(
+    web_without_redis, team, make_user, tmp_path, settings
+):
     base, log = web_without_redis
+    settings.DATA_DIR = tmp_path / "data"
+    settings.REPOSITORY_ALLOW_LOCAL_REMOTES = True
     if connection.vendor == "sqlite":
         connection.close()  # let the web process write
     make_user("alice", team=team, role=Role.ADMIN)
@@ -73,6 +80,12 @@ def test_it_stays_up_and_says_so_when_redis_is_down(web_without_redis, team, mak
     with transaction.atomic():
         source = services.source_add(actor=Actor.system(), team=team, location=str(root))
     services.source_approve(actor=Actor.system(), source=source)
+    remote = make_remote(tmp_path / "git")
+    with transaction.atomic():
+        repository = repository_create(
+            actor=Actor.system(), team=team, name="app", remote_url=remote.url, allow_local=True
+        )
+    repository_sync(repository_id=repository.pk)
 
     with httpx.Client(base_url=base, timeout=30, follow_redirects=False) as client:
         health = client.get("/healthz")
@@ -109,3 +122,15 @@ def test_it_stays_up_and_says_so_when_redis_is_down(web_without_redis, team, mak
         assert "task queue is unavailable" in shown
         run = source.runs.order_by("-pk").first()
         assert run.status == "failed" and run.error_code == "queue-unavailable"
+
+        # A review decision is recorded (pending) even though its push cannot be queued now;
+        # the beat's repository sync pushes pending decisions once the broker is back.
+        memory = Memory.objects.get(repository=repository, memory_id="20260203-cache-attempt")
+        detail = client.get(f"/t/{team.slug}/reviews/p/{memory.pk}/")
+        approve = client.post(
+            f"/t/{team.slug}/reviews/p/{memory.pk}/approve/",
+            data={"csrfmiddlewaretoken": _csrf(detail.text)},
+            headers={"Referer": base + detail.url.path},
+        )
+        assert approve.status_code == 302, (approve.status_code, log.read_text()[-3000:])
+        assert Decision.objects.get(repository=repository).state == PushState.PENDING
