@@ -13,21 +13,42 @@ from django.urls import path
 from memoryadmin.models import ApiToken, AuditEvent, Membership, Team
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """The Django admin is a window, not a door: every change goes through a service (and its
+    audit event) on the team pages or the management commands, never a raw admin form."""
+
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+
 class MembershipInline(admin.TabularInline):
     model = Membership
     extra = 0
-    autocomplete_fields = ["user"]
+    fields = ["user", "role", "created_at"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(ReadOnlyAdmin):
     list_display = ["slug", "name", "created_at"]
     search_fields = ["slug", "name"]
     inlines = [MembershipInline]
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(ReadOnlyAdmin):
     list_display = [
         "name",
         "team",
@@ -55,9 +76,6 @@ class ApiTokenAdmin(admin.ModelAdmin):
         "last_used_at",
     ]
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
 
 class _Echo:
     def write(self, value: str) -> str:
@@ -65,7 +83,7 @@ class _Echo:
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(ReadOnlyAdmin):
     list_display = [
         "created_at",
         "team",
@@ -81,15 +99,6 @@ class AuditEventAdmin(admin.ModelAdmin):
     list_select_related = ["team"]
     change_list_template = "admin/memoryadmin/auditevent/change_list.html"
     readonly_fields = [f.name for f in AuditEvent._meta.fields]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:  # type: ignore[no-untyped-def]
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:  # type: ignore[no-untyped-def]
-        return False
 
     def get_urls(self):  # type: ignore[no-untyped-def]
         export = self.admin_site.admin_view(self.export_csv)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django import forms
 
-from memoryadmin.models import Scope
+from memoryadmin.models import Role, Scope
 
 
 class TokenCreateForm(forms.Form):
@@ -17,3 +17,17 @@ class TokenCreateForm(forms.Form):
         label="Expires after (days)",
         help_text="Leave empty for a token that does not expire.",
     )
+
+
+class MemberAddForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.VIEWER)
+
+
+class MemberRoleForm(forms.Form):
+    role = forms.ChoiceField(choices=Role.choices)
+
+
+class TeamCreateForm(forms.Form):
+    slug = forms.SlugField(max_length=64, help_text="Lowercase letters, digits and hyphens.")
+    name = forms.CharField(max_length=200)

@@ -37,6 +37,8 @@ def team_create(*, actor: Actor, slug: str, name: str = "") -> Team:
 def membership_set(*, actor: Actor, team: Team, user: AbstractBaseUser, role: str) -> Membership:
     if role not in Role.values:
         raise ValidationError({"role": f"Role must be one of {', '.join(Role.values)}."})
+    if role != Role.ADMIN:
+        _keep_an_admin(team=team, leaving=user)
     membership, created = Membership.objects.update_or_create(
         team=team, user=user, defaults={"role": role}
     )
@@ -51,9 +53,19 @@ def membership_set(*, actor: Actor, team: Team, user: AbstractBaseUser, role: st
     return membership
 
 
+def _keep_an_admin(*, team: Team, leaving: AbstractBaseUser) -> None:
+    """A team must keep at least one admin, or nobody could manage it again from the UI."""
+    admins = Membership.objects.select_for_update().filter(team=team, role=Role.ADMIN)
+    if not admins.exclude(user=leaving).exists() and admins.filter(user=leaving).exists():
+        raise ValidationError(
+            {"role": f"{leaving.get_username()} is the last admin of {team.slug}."}
+        )
+
+
 @transaction.atomic
 def membership_remove(*, actor: Actor, membership: Membership) -> None:
     team, username = membership.team, membership.user.get_username()
+    _keep_an_admin(team=team, leaving=membership.user)
     membership.delete()
     audit_record(
         actor=actor,

@@ -12,6 +12,8 @@ team_patterns = [
     path("tokens/", views.token_list, name="token-list"),
     path("tokens/<int:token_id>/revoke/", views.token_revoke, name="token-revoke"),
     path("audit/", views.audit_list, name="team-audit"),
+    path("members/", views.member_list, name="member-list"),
+    path("members/<int:membership_id>/", views.member_change, name="member-change"),
     path("sources/", include("sources.urls")),
     path("reviews/", include("reviews.urls")),
     path("brain/", include("bundles.urls")),

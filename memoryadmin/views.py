@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from django import forms
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
@@ -15,9 +18,9 @@ from django.views.decorators.http import require_GET, require_POST
 from memoryadmin import services
 from memoryadmin.audit import Actor
 from memoryadmin.authentication import rate_limited
-from memoryadmin.forms import TokenCreateForm
+from memoryadmin.forms import MemberAddForm, MemberRoleForm, TeamCreateForm, TokenCreateForm
 from memoryadmin.health import health
-from memoryadmin.models import ApiToken, AuditEvent
+from memoryadmin.models import ApiToken, AuditEvent, Membership, Role, Team
 from memoryadmin.permissions import Action, teams_for
 from memoryadmin.web import team_view
 
@@ -39,9 +42,93 @@ class RateLimitedLoginView(auth_views.LoginView):
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     teams = list(teams_for(request.user))
-    if len(teams) == 1:
+    form = TeamCreateForm(request.POST or None) if request.user.is_superuser else None
+    if request.method == "POST":
+        if form is None:
+            raise PermissionDenied("Only superusers create teams.")
+        if form.is_valid():
+            try:
+                team = _team_create_with_admin(request, form.cleaned_data)
+            except ValidationError as exc:
+                _form_errors(form, exc)
+            else:
+                messages.success(request, f"Team “{team.name}” created; you are its admin.")
+                return redirect("team-home", team_slug=team.slug)
+    elif len(teams) == 1 and not request.user.is_superuser:
         return redirect("team-home", team_slug=teams[0].slug)
-    return render(request, "memoryadmin/home.html", {"teams": teams})
+    return render(request, "memoryadmin/home.html", {"teams": teams, "form": form})
+
+
+@transaction.atomic
+def _team_create_with_admin(request: HttpRequest, data: dict) -> Team:
+    actor = Actor.from_request(request)
+    team = services.team_create(actor=actor, slug=data["slug"], name=data["name"])
+    services.membership_set(actor=actor, team=team, user=request.user, role=Role.ADMIN)
+    return team
+
+
+def _form_errors(form: forms.Form, exc: ValidationError) -> None:
+    for field, errors in exc.message_dict.items():
+        form.add_error(field if field in form.fields else None, errors)
+
+
+@team_view(Action.MANAGE)
+def member_list(request: HttpRequest) -> HttpResponse:
+    form = MemberAddForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = get_user_model().objects.filter(username=form.cleaned_data["username"]).first()
+        if user is None:
+            form.add_error("username", "No user with that name.")
+        else:
+            try:
+                services.membership_set(
+                    actor=Actor.from_request(request),
+                    team=request.team,
+                    user=user,
+                    role=form.cleaned_data["role"],
+                )
+            except ValidationError as exc:
+                _form_errors(form, exc)
+            else:
+                messages.success(
+                    request, f"{user.get_username()} is now {form.cleaned_data['role']}."
+                )
+                return redirect("member-list", team_slug=request.team.slug)
+    members = Membership.objects.filter(team=request.team).select_related("user")
+    return render(
+        request,
+        "memoryadmin/members.html",
+        {"form": form, "members": members, "roles": Role.choices},
+        status=400 if form.errors else 200,
+    )
+
+
+@require_POST
+@team_view(Action.MANAGE)
+def member_change(request: HttpRequest, membership_id: int) -> HttpResponse:
+    membership = get_object_or_404(Membership, pk=membership_id, team=request.team)
+    actor = Actor.from_request(request)
+    try:
+        if request.POST.get("remove"):
+            services.membership_remove(actor=actor, membership=membership)
+            messages.success(request, f"Removed {membership.user.get_username()}.")
+        else:
+            form = MemberRoleForm(request.POST)
+            if not form.is_valid():
+                messages.error(request, "Choose a valid role.")
+            else:
+                services.membership_set(
+                    actor=actor,
+                    team=request.team,
+                    user=membership.user,
+                    role=form.cleaned_data["role"],
+                )
+                messages.success(
+                    request, f"{membership.user.get_username()} is now {form.cleaned_data['role']}."
+                )
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    return redirect("member-list", team_slug=request.team.slug)
 
 
 @team_view(Action.VIEW)

@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from memoryadmin.admin import ReadOnlyAdmin
 from reviews.models import Decision, DecisionItem, Memory, Repository
 
 
 @admin.register(Repository)
-class RepositoryAdmin(admin.ModelAdmin):
+class RepositoryAdmin(ReadOnlyAdmin):
     list_display = ["name", "team", "branch", "last_sync_at", "last_sync_ok"]
     list_filter = ["team", "last_sync_ok"]
     exclude = ["credential_encrypted"]  # never shown back
@@ -14,13 +15,10 @@ class RepositoryAdmin(admin.ModelAdmin):
 
 
 @admin.register(Memory)
-class MemoryAdmin(admin.ModelAdmin):
+class MemoryAdmin(ReadOnlyAdmin):
     list_display = ["ref", "title", "type", "status", "repository"]
     list_filter = ["status", "type", "has_secret"]
     search_fields = ["memory_id", "ref", "title"]
-
-    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
-        return False  # the index mirrors git; change it through a decision
 
 
 class DecisionItemInline(admin.TabularInline):
@@ -32,10 +30,7 @@ class DecisionItemInline(admin.TabularInline):
 
 
 @admin.register(Decision)
-class DecisionAdmin(admin.ModelAdmin):
+class DecisionAdmin(ReadOnlyAdmin):
     list_display = ["id", "kind", "repository", "actor_label", "state", "created_at"]
     list_filter = ["state", "kind"]
     inlines = [DecisionItemInline]
-
-    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
-        return False

@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from memoryadmin.admin import ReadOnlyAdmin
 from sources.models import RefreshRun, Source
 
 
 @admin.register(Source)
-class SourceAdmin(admin.ModelAdmin):
+class SourceAdmin(ReadOnlyAdmin):
     list_display = ["identity", "team", "kind", "state", "health", "last_success_at"]
     list_filter = ["state", "health", "kind", "team"]
     search_fields = ["identity", "display_name"]
@@ -31,17 +32,8 @@ class SourceAdmin(admin.ModelAdmin):
         "credential_kind",
     ]
 
-    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
-        return False  # sources are added through the team page, which audits and previews
-
 
 @admin.register(RefreshRun)
-class RefreshRunAdmin(admin.ModelAdmin):
+class RefreshRunAdmin(ReadOnlyAdmin):
     list_display = ["source", "status", "trigger", "requested_at", "duration_ms", "error_code"]
     list_filter = ["status", "trigger"]
-
-    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
-        return False

@@ -11,7 +11,7 @@ from django.db import transaction
 from bundles.models import Chunk, ImportJob
 from bundles.services import bundle_import
 from memoryadmin.audit import Actor
-from memoryadmin.models import ApiToken, AuditEvent, Team
+from memoryadmin.models import ApiToken, AuditEvent, Membership, Team
 from reviews import services as review_services
 from reviews.models import Decision, Memory, Repository
 from sources import services as source_services
@@ -36,6 +36,7 @@ class TeamObjects:
     delivery: WebhookDelivery
     token: ApiToken
     chunk: Chunk
+    membership: Membership
     secrets: dict[str, str] = field(default_factory=dict)
 
     def ids(self) -> dict[str, Any]:
@@ -43,6 +44,7 @@ class TeamObjects:
         return {
             "team_slug": self.team.slug,
             "token_id": self.token.pk,
+            "membership_id": self.membership.pk,
             "source_id": self.source.pk,
             "run_id": self.run.pk,
             "memory_pk": self.proposal.pk,
@@ -52,6 +54,7 @@ class TeamObjects:
             "delivery_id": self.delivery.pk,
             "pk": None,  # per API view, see api_pk()
             "key": self.proposal.memory_id,
+            "membership_id": Membership.objects.filter(team=self.team).order_by("pk").last().pk,
         }
 
 
@@ -141,6 +144,7 @@ def build_team(
         delivery=delivery,
         token=token,
         chunk=brain_chunk,
+        membership=Membership.objects.get(team=team, user=admin),
         secrets={"webhook": hook_secret, "token": token_secret},
     )
 
