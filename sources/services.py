@@ -31,6 +31,8 @@ from sources.models import (
     SourceKind,
     SourceState,
 )
+from webhooks import events as webhook_events
+from webhooks.services import event_emit
 
 logger = logging.getLogger(__name__)
 INSERT_BATCH = 500
@@ -350,6 +352,35 @@ def _health_change(source: Source, previous: str, reason: str) -> None:
         summary=f"{source.label} is now {source.health} (was {previous})",
         data={"from": previous, "to": source.health, "reason": reason},
     )
+    _health_event(source, previous, reason)
+
+
+def _health_event(source: Source, previous: str, reason: str) -> None:
+    """Tell the team's webhooks: stale, denied, or recovered (fresh again after stale/denied)."""
+    if source.health == Health.STALE:
+        event = webhook_events.SOURCE_STALE
+    elif source.health == Health.DENIED:
+        event = webhook_events.SOURCE_DENIED
+    elif source.health == Health.FRESH and previous in (Health.STALE, Health.DENIED):
+        event = webhook_events.SOURCE_RECOVERED
+    else:
+        return  # never -> fresh is a first refresh, not a recovery
+    event_emit(
+        team=source.team,
+        event=event,
+        data={
+            "source": source.pk,
+            "label": source.label,
+            "identity": source.identity,
+            "kind": source.kind,
+            "state": source.state,
+            "from": previous,
+            "to": source.health,
+            "reason": reason,
+            # Already scrubbed of the credential by source_refresh; identities never carry one.
+            "error": source.last_error,
+        },
+    )
 
 
 @transaction.atomic
@@ -523,10 +554,11 @@ def _snapshot_create(
         (
             Rejection(
                 snapshot=snapshot,
-                path=(r.path or "")[:1000],
-                record_id=(r.id or "")[:500],
+                # Names come from the manifest: PostgreSQL text cannot hold NUL.
+                path=(r.path or "").replace("\x00", "\ufffd")[:1000],
+                record_id=(r.id or "").replace("\x00", "\ufffd")[:500],
                 code=r.code,
-                message=r.message,
+                message=r.message.replace("\x00", "\ufffd"),
                 line=r.line,
             )
             for r in result.rejections

@@ -62,8 +62,6 @@ PAGES = [
     Page("login", PUBLIC, get=200, idor=False),
     Page("logout", PUBLIC, get=None, post=(200, 302), idor=False),
     Page("team-home", VIEW, idor=False),
-    Page("member-list", MANAGE, post=400, data={"username": ""}, idor=False),
-    Page("member-change", MANAGE, get=None, post=302),
     Page("token-list", MANAGE, post=200, data={"name": ""}, idor=False),
     Page("token-revoke", MANAGE, get=None, post=302),
     Page("team-audit", MANAGE, idor=False),

@@ -54,7 +54,6 @@ class TeamObjects:
             "delivery_id": self.delivery.pk,
             "pk": None,  # per API view, see api_pk()
             "key": self.proposal.memory_id,
-            "membership_id": Membership.objects.filter(team=self.team).order_by("pk").last().pk,
         }
 
 
