@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,6 +33,8 @@ from bundles.models import (
 from bundles.protocol import SECTIONS, BundleError, ChunkRecord, EdgeRecord, EntityRecord
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Team
+from webhooks import events as webhook_events
+from webhooks.services import event_emit
 
 logger = logging.getLogger(__name__)
 
@@ -679,6 +682,7 @@ def bundle_import(
     )
     result = importer.run(lambda section: protocol.iter_records(bundle, section), _head_of(bundle))
     _audit_import(team=team, actor=actor, result=result, source="json", size=size)
+    _import_event(team=team, job_id=None, result=result)
     return result
 
 
@@ -772,7 +776,9 @@ def bundle_import_file(
     return result
 
 
-def import_failure_record(*, team: Team, actor: Actor, code: str, message: str) -> None:
+def import_failure_record(
+    *, team: Team, actor: Actor, code: str, message: str, job_id: int | None = None
+) -> None:
     """Audit a refused or failed import (its own transaction, after the import rolled back)."""
     with transaction.atomic():
         audit_record(
@@ -784,6 +790,35 @@ def import_failure_record(*, team: Team, actor: Actor, code: str, message: str) 
             summary=f"Bundle import failed: {code}: {message}"[:500],
             data={"code": code, "message": message[:2000]},
         )
+        _import_event(team=team, job_id=job_id, error=(code, message))
+
+
+_OMITTED_WARNINGS = re.compile(r"^(\d+) more warnings were left out")
+
+
+def _import_event(
+    *,
+    team: Team,
+    job_id: int | None,
+    result: dict[str, Any] | None = None,
+    error: tuple[str, str] | None = None,
+) -> None:
+    """`import.finished` for the team's webhooks: the report's numbers, or the error."""
+    data: dict[str, Any] = {"job": job_id, "success": error is None}
+    if result is not None:
+        report = result["report"]
+        data["counts"] = {
+            name: report[name]
+            for name in (*SECTIONS, "proposals")
+            if isinstance(report.get(name), dict)
+        }
+        warnings = list(report["warnings"])
+        omitted = _OMITTED_WARNINGS.match(warnings[-1]) if warnings else None
+        data["warnings"] = len(warnings) - 1 + int(omitted.group(1)) if omitted else len(warnings)
+        data["embedding_model_match"] = report["embedding_model_match"]
+    if error is not None:
+        data["error"] = {"code": error[0], "message": error[1][:2000]}
+    event_emit(team=team, event=webhook_events.IMPORT_FINISHED, data=data)
 
 
 # -- background jobs -------------------------------------------------------------------------
@@ -874,13 +909,15 @@ def import_job_run(*, job_id: int, reclaim: bool = False) -> ImportJob | None:
         done = sum(
             sum(counts.values()) for name, counts in result["report"].items() if name in SECTIONS
         )
-        ImportJob.objects.filter(pk=job.pk).update(
-            state=JobState.SUCCEEDED,
-            report=result,
-            records_done=done,
-            records_total=done,
-            finished_at=timezone.now(),
-        )
+        with transaction.atomic():
+            ImportJob.objects.filter(pk=job.pk).update(
+                state=JobState.SUCCEEDED,
+                report=result,
+                records_done=done,
+                records_total=done,
+                finished_at=timezone.now(),
+            )
+            _import_event(team=job.team, job_id=job.pk, result=result)
     finally:
         cache.delete(key)
         _remove(path)
@@ -888,6 +925,7 @@ def import_job_run(*, job_id: int, reclaim: bool = False) -> ImportJob | None:
     return job
 
 
+@transaction.atomic
 def _job_failed(job: ImportJob, actor: Actor, code: str, message: str) -> None:
     ImportJob.objects.filter(pk=job.pk).update(
         state=JobState.FAILED,
@@ -895,7 +933,7 @@ def _job_failed(job: ImportJob, actor: Actor, code: str, message: str) -> None:
         error_message=message[:5000],
         finished_at=timezone.now(),
     )
-    import_failure_record(team=job.team, actor=actor, code=code, message=message)
+    import_failure_record(team=job.team, actor=actor, code=code, message=message, job_id=job.pk)
 
 
 def _remove(path: Path) -> None:

@@ -24,6 +24,8 @@ from reviews.models import (
     PushState,
     ReviewSettings,
 )
+from webhooks import events as webhook_events
+from webhooks.services import event_emit
 
 
 class SecretOverrideRequired(ValidationError):
@@ -297,10 +299,51 @@ def proposals_review(
                             "reason": override_reason,
                         },
                     )
+        _decision_event(decision, group, actor=actor, earlier=earlier)
         repository_id = repository.pk
         transaction.on_commit(lambda rid=repository_id: _queue_push(rid), robust=True)
         outcome.decisions.append(decision)
     return outcome
+
+
+def _reviewer_username(actor: Actor) -> str | None:
+    user = actor.user
+    if user is None and actor.token is not None:
+        user = actor.token.created_by
+    return user.get_username() if user is not None else None
+
+
+def _decision_event(
+    decision: Decision, group: list[Memory], *, actor: Actor, earlier: dict[int, Approval]
+) -> None:
+    """`decision.made` for the team's webhooks (only a decision: a first approval is not one)."""
+    repository = decision.repository
+    event_emit(
+        team=decision.team,
+        event=webhook_events.DECISION_MADE,
+        data={
+            "decision": decision.pk,
+            "kind": decision.kind,
+            "repository": {"id": repository.pk, "name": repository.name},
+            "reviewer": _reviewer_username(actor),
+            "actor": decision.actor_label,
+            "comment": decision.comment,
+            "secret_override": bool(decision.secret_override_reason),
+            "push_state": decision.state,
+            "proposals": [
+                {
+                    "id": m.pk,
+                    "memory_id": m.memory_id,
+                    "ref": m.ref,
+                    "type": m.type,
+                    "title": m.title,
+                    "path": m.path,
+                    "first_approval_by": (earlier[m.pk].actor_label if m.pk in earlier else None),
+                }
+                for m in group
+            ],
+        },
+    )
 
 
 def _queue_push(repository_id: int) -> None:

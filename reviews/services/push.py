@@ -11,6 +11,8 @@ from reviews.git import GitError, PushRejected, WorkingCopy
 from reviews.models import Decision, DecisionKind, PushState, Repository
 from reviews.services.decisions import bot_identity
 from reviews.services.repositories import index_store, read_snapshot, working_copy
+from webhooks import events as webhook_events
+from webhooks.services import event_emit
 
 MAX_REJECTED_PUSHES = 5
 TRAILER = "Memoryadmin-Decision"
@@ -162,7 +164,11 @@ def repository_push_pending(*, repository_id: int, wait: float = 120.0) -> int:
 def decision_finish(
     *, decision: Decision, state: str, commit_sha: str = "", detail: str = ""
 ) -> Decision:
-    decision = Decision.objects.select_for_update().get(pk=decision.pk)
+    decision = (
+        Decision.objects.select_for_update(of=("self",))
+        .select_related("team", "repository")
+        .get(pk=decision.pk)
+    )
     if decision.state != PushState.PENDING:
         return decision
     decision.state = state
@@ -178,7 +184,28 @@ def decision_finish(
         summary=f"Decision #{decision.pk} {state}" + (f": {detail}" if detail else ""),
         data={"state": state, "commit": commit_sha, "detail": detail},
     )
+    if state in (PushState.FAILED, PushState.CONFLICT):
+        _push_failed_event(decision)
     return decision
+
+
+def _push_failed_event(decision: Decision) -> None:
+    """`push.failed` for the team's webhooks; the reason is already scrubbed of credentials."""
+    repository = decision.repository
+    event_emit(
+        team=decision.team,
+        event=webhook_events.PUSH_FAILED,
+        data={
+            "decision": decision.pk,
+            "kind": decision.kind,
+            "repository": {"id": repository.pk, "name": repository.name},
+            "branch": repository.branch,
+            "state": decision.state,
+            "reason": decision.state_detail,
+            "attempts": decision.attempts,
+            "refs": [item.ref for item in decision.items.all()],
+        },
+    )
 
 
 @transaction.atomic

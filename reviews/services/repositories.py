@@ -20,9 +20,13 @@ from memoryadmin.locks import LockBusy
 from memoryadmin.models import Team
 from reviews import memoryrail
 from reviews.git import Credential, GitError, WorkingCopy
-from reviews.models import CredentialKind, Memory, Repository, SyncState
+from reviews.models import CredentialKind, Memory, MemoryStatus, Repository, SyncState
 from reviews.services.routing import assignments_refresh
+from webhooks import events as webhook_events
+from webhooks.services import event_emit
 
+# At most this many `proposal.created` events per sync; one summary event covers the rest.
+PROPOSAL_EVENTS_MAX = 100
 _SCP_LIKE = re.compile(r"^[A-Za-z0-9._\-]+@[A-Za-z0-9.\-]+:(?!//)[^\s]+$")
 _BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/\-]+(?<!\.lock)(?<![/.])$")
 
@@ -336,6 +340,8 @@ def index_store(*, repository: Repository, snapshot: Snapshot) -> Repository:
         repository.last_error = f"{problem['code']}: {problem.get('message', '')}"
         repository.save()
         return repository
+    # review_mode is blank until an index with a readable config: this is the first real index.
+    first_index = not repository.review_mode
     repository.last_sync_ok = True
     repository.last_error = ""
     repository.review_mode = snapshot.config.review
@@ -343,9 +349,14 @@ def index_store(*, repository: Repository, snapshot: Snapshot) -> Repository:
     existing = {m.memory_id: m for m in Memory.objects.filter(repository=repository)}
     seen = set()
     to_create, to_update = [], []
+    new_proposals: list[dict[str, Any]] = []
     for row in snapshot.rows:
         seen.add(row["memory_id"])
         current = existing.get(row["memory_id"])
+        if row["status"] == MemoryStatus.PROPOSED and (
+            current is None or current.status != MemoryStatus.PROPOSED
+        ):
+            new_proposals.append(row)  # a new id, or one proposed again
         if current is None:
             to_create.append(
                 Memory(team_id=repository.team_id, repository=repository, indexed_at=now, **row)
@@ -364,6 +375,7 @@ def index_store(*, repository: Repository, snapshot: Snapshot) -> Repository:
     if gone:
         Memory.objects.filter(pk__in=gone).delete()
     assignments_refresh(repository=repository)
+    _proposal_events(repository, new_proposals, first_index=first_index)
     if previous_head != snapshot.head:
         audit_record(
             actor=Actor.system(),
@@ -381,6 +393,47 @@ def index_store(*, repository: Repository, snapshot: Snapshot) -> Repository:
         )
     _mirror(repository)
     return repository
+
+
+def _proposal_events(
+    repository: Repository, proposals: list[dict[str, Any]], *, first_index: bool
+) -> None:
+    """One `proposal.created` per new proposal, bounded; a summary for the rest (docs/webhooks.md).
+
+    The first index of a repository finds proposals that were waiting before it was added: one
+    summary event says how many, instead of one event each.
+    """
+    if not proposals:
+        return
+    where = {"id": repository.pk, "name": repository.name}
+    sent = 0 if first_index else min(len(proposals), PROPOSAL_EVENTS_MAX)
+    for row in proposals[:sent]:
+        event_emit(
+            team=repository.team,
+            event=webhook_events.PROPOSAL_CREATED,
+            data={
+                "summary": False,
+                "repository": where,
+                "memory_id": row["memory_id"],
+                "ref": row["ref"],
+                "type": row["type"],
+                "title": row["title"],
+                "path": row["path"],
+                "supersedes": row["supersedes"],
+            },
+        )
+    if sent < len(proposals):
+        event_emit(
+            team=repository.team,
+            event=webhook_events.PROPOSAL_CREATED,
+            data={
+                "summary": True,
+                "repository": where,
+                "reason": "first-index" if first_index else "too-many",
+                "count": len(proposals),
+                "omitted": len(proposals) - sent,
+            },
+        )
 
 
 def _mirror(repository: Repository) -> None:
