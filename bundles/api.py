@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 from django.conf import settings
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -28,7 +28,7 @@ from bundles.models import ImportJob
 from bundles.services import (
     ExportRequest,
     ImportOptions,
-    bundle_export,
+    bundle_export_json,
     bundle_export_stream,
     bundle_import,
     import_failure_record,
@@ -292,13 +292,15 @@ class ExportView(_BrainView):
             OpenApiExample("Since", value={"scope": "since", "since": "2026-01-01T00:00:00Z"})
         ],
     )
-    def post(self, request: Request) -> HttpResponse:
-        bundle = bundle_export(
+    def post(self, request: Request) -> StreamingHttpResponse:
+        body = bundle_export_json(
             team=request_team(request),
             actor=Actor.from_request(request),
             request=_export_request(request),
         )
-        return HttpResponse(orjson.dumps(bundle), content_type="application/json")
+        response = StreamingHttpResponse(body, content_type="application/json")
+        response["Cache-Control"] = "no-store"
+        return response
 
 
 class ExportStreamView(_BrainView):

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 FORMAT = "memoryai-bundle"
 MAX_VERSION = 1
 GENERATOR = "memoryadmin/0.1"
@@ -102,6 +104,28 @@ def canonical_json(value: Any, *, ascii_escaped: bool = False) -> str:
     )
 
 
+# orjson writes floats below 1e-4 as 0.0000… or 1.5e-7 where Python writes 1.5e-07; elsewhere
+# (sorted keys, escapes, other numbers) its output is the canonical form byte for byte.
+_SMALL_FLOAT = re.compile(rb"[0-9]e-[0-9]")
+
+
+def encode_record(record: Any) -> tuple[bytes, bytes]:
+    """(compact JSON to send, its canonical form for the checksum) from one serialisation.
+
+    The canonical form is that of the JSON *as sent*, as a receiver parses it back."""
+    try:
+        data = orjson.dumps(record, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # integers past 64 bits: the standard library's form on both sides
+        try:
+            data = canonical_json(record).encode("utf-8")
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise BundleError("not-serialisable", f"value is not plain JSON: {exc}") from exc
+        return data, data
+    if b"0.0000" in data or (b"e-" in data and _SMALL_FLOAT.search(data)):
+        return data, canonical_json(orjson.loads(data)).encode("utf-8")
+    return data, data
+
+
 def _without_checksum(bundle: Mapping[str, Any]) -> dict[str, Any]:
     body = dict(bundle)
     manifest = body.get("manifest")
@@ -147,8 +171,11 @@ class StreamingChecksum:
     bundle to "array" or "null". Records must be fed in `SECTIONS` order.
     """
 
-    def __init__(self, head: Mapping[str, Any], present: Mapping[str, str]) -> None:
+    def __init__(
+        self, head: Mapping[str, Any], present: Mapping[str, str], *, ascii_form: bool = True
+    ) -> None:
         body = _without_checksum(head)
+        self._ascii_form = ascii_form  # False: producers need only the UTF-8 form
         self._keys = sorted(set(body) - set(SECTIONS) | set(present))
         self._head = body
         self._present = dict(present)
@@ -164,7 +191,8 @@ class StreamingChecksum:
         """Structural text (brackets, commas): identical in both forms."""
         data = text.encode("ascii")
         self._utf8.update(data)
-        self._ascii.update(data)
+        if self._ascii_form:
+            self._ascii.update(data)
 
     def _write_value(self, value: Any) -> None:
         try:
@@ -172,6 +200,8 @@ class StreamingChecksum:
         except (TypeError, ValueError, RecursionError) as exc:
             raise BundleError("not-serialisable", f"value is not plain JSON: {exc}") from exc
         self._utf8.update(text.encode("utf-8"))
+        if not self._ascii_form:
+            return
         if text.isascii():
             self._ascii.update(text.encode("ascii"))
         else:
@@ -204,16 +234,30 @@ class StreamingChecksum:
             else:
                 self._write_value(self._head[key])
 
-    def feed(self, section: str, record: Any) -> None:
+    def _enter(self, section: str) -> None:
         if self._open_section != section:
             index = self._keys.index(section)
             if index <= self._position:
                 raise BundleError("section-order", f"{section} fed out of order")
             self._advance_to(index)
         if not self._first_record:
-            self._write(",")
+            self._utf8.update(b",")
+            if self._ascii_form:
+                self._ascii.update(b",")
         self._first_record = False
+
+    def feed(self, section: str, record: Any) -> None:
+        self._enter(section)
         self._write_value(record)
+
+    def feed_canonical(self, section: str, data: bytes) -> None:
+        """A record already in canonical UTF-8 form (`canonical_json(record).encode()`).
+
+        Only for producers: a checksum built with `ascii_form=False` (one hash, not two)."""
+        if self._ascii_form:
+            raise BundleError("checksum-form", "feed_canonical needs ascii_form=False")
+        self._enter(section)
+        self._utf8.update(data)
 
     def hexdigests(self) -> tuple[str, str]:
         """(UTF-8 form, ASCII-escaped form); call once, after the last record."""
@@ -221,7 +265,7 @@ class StreamingChecksum:
         self._close_section()
         self._write("}")
         utf8 = self._utf8.hexdigest()
-        return utf8, (self._ascii.hexdigest() if self._ascii_differs else utf8)
+        return utf8, (self._ascii.hexdigest() if self._ascii_differs and self._ascii_form else utf8)
 
 
 # --- embeddings -----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from bundles.models import ImportJob
 from bundles.services import (
     ExportRequest,
     ImportOptions,
-    bundle_export,
+    bundle_export_json,
     bundle_import,
     import_failure_record,
     import_job_create,
@@ -58,8 +58,9 @@ def brain_export(request: HttpRequest) -> HttpResponse:
     except protocol.BundleError as exc:
         messages.error(request, f"Export refused: {exc.message}")
         return redirect("brain", team_slug=team.slug)
-    bundle = bundle_export(team=team, actor=Actor.from_request(request), request=export_request)
-    response = HttpResponse(orjson.dumps(bundle), content_type="application/json")
+    # The same streamed document as the API, gathered as bytes (not objects) for the download.
+    body = bundle_export_json(team=team, actor=Actor.from_request(request), request=export_request)
+    response = HttpResponse(b"".join(body), content_type="application/json")
     filename = f"{team.slug}-brain-{export_request.scope}.json"
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

@@ -10,7 +10,7 @@ from bundles.services.chunks import (
     chunk_upsert,
     chunks_expire,
 )
-from bundles.services.exports import ExportRequest, bundle_export, bundle_export_stream
+from bundles.services.exports import ExportRequest, bundle_export_json, bundle_export_stream
 from bundles.services.imports import (
     ImportOptions,
     bundle_import,
@@ -25,7 +25,7 @@ __all__ = [
     "ExportRequest",
     "ImportOptions",
     "brain_settings_set",
-    "bundle_export",
+    "bundle_export_json",
     "bundle_export_stream",
     "bundle_import",
     "bundle_import_file",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-import base64
+import itertools
+import json
+from base64 import b64encode
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -10,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 import orjson
+from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -42,6 +45,24 @@ CHUNK_FIELDS = (
     "valid_until",
     "metadata",
 )
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "agents": ("data",),
+    "chunks": CHUNK_FIELDS,
+    "entities": ("name", "frequency", "first_seen", "last_seen", "is_dna"),
+    "l2_sessions": ("data",),
+    "memory_edges": (
+        "source_id",
+        "target_id",
+        "edge_type",
+        "weight",
+        "co_activation_count",
+        "created_at",
+        "updated_at",
+    ),
+    "mood_states": ("data",),
+}
+FLUSH_BYTES = 256 * 1024  # yield the body in pieces of about this size
+_cursor_names = itertools.count()
 
 
 @dataclass(frozen=True)
@@ -91,71 +112,115 @@ def _querysets(team: Team, request: ExportRequest) -> dict[str, QuerySet]:
         entities = entities.filter(updated_at__gte=since)
         keyed = {name: qs.filter(updated_at__gte=since) for name, qs in keyed.items()}
     return {
-        "agents": keyed["agents"].order_by("id").values_list("data", flat=True),
-        "chunks": chunks.order_by("id").values(*CHUNK_FIELDS),
-        "entities": entities.order_by("id").values(
-            "name", "frequency", "first_seen", "last_seen", "is_dna"
-        ),
-        "l2_sessions": keyed["l2_sessions"].order_by("id").values_list("data", flat=True),
-        "memory_edges": edges.order_by("id").values(
-            "source_id",
-            "target_id",
-            "edge_type",
-            "weight",
-            "co_activation_count",
-            "created_at",
-            "updated_at",
-        ),
-        "mood_states": keyed["mood_states"].order_by("id").values_list("data", flat=True),
+        "agents": keyed["agents"],
+        "chunks": chunks,
+        "entities": entities,
+        "l2_sessions": keyed["l2_sessions"],
+        "memory_edges": edges,
+        "mood_states": keyed["mood_states"],
     }
 
 
-def _record(section: str, row: Any, model: tuple[str, int]) -> Any:
-    ts = protocol.format_timestamp
+def _ts(value: Any) -> str | None:
+    """A timestamp as the protocol writes it; PostgreSQL's UTC text is rewritten without parsing."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        # '2026-01-01 09:00:00.25+00' (TimeZone is UTC on Django's connections)
+        if value.endswith("+00") and value[10:11] == " ":
+            clock = value[11:-3]
+            if len(clock) > 8:  # fractional seconds, trailing zeros trimmed by PostgreSQL
+                clock = clock[:9] + clock[9:].ljust(6, "0")
+            return f"{value[:10]}T{clock}Z"
+        value = datetime.fromisoformat(value)
+    return protocol.format_timestamp(value)
+
+
+def _json(value: Any) -> Any:
+    """jsonb arrives as text from the raw PostgreSQL cursor, decoded already from Django's."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return orjson.loads(value)
+    except orjson.JSONDecodeError:  # integers past 64 bits
+        return json.loads(value)
+
+
+def _record(section: str, row: tuple[Any, ...], model: tuple[str, int]) -> Any:
+    """One protocol record from a row of `COLUMNS[section]`."""
     if section == "chunks":
-        embedding = row["embedding"]
+        (pk, content, digest, memory_type, embedding, embedding_model, embedding_dim, tags, zone,
+         importance, is_pinned, decay_score, tier, created_at, accessed_at, valid_until,
+         metadata) = row  # fmt: skip
         # Only embeddings of the manifest's model travel: §3.5 ties their length to it.
-        if embedding is not None and (row["embedding_model"], row["embedding_dim"]) == model:
-            encoded: str | None = base64.b64encode(bytes(embedding)).decode("ascii")
+        if embedding is not None and (embedding_model, embedding_dim) == model:
+            encoded: str | None = b64encode(embedding).decode("ascii")
         else:
             encoded = None
         return {
-            "id": row["id"],
-            "content": row["content"],
-            "content_hash": row["content_hash"],
-            "memory_type": row["memory_type"],
+            "id": pk,
+            "content": content,
+            "content_hash": digest,
+            "memory_type": memory_type,
             "embedding": encoded,
-            "embedding_model": row["embedding_model"] if encoded else "",
-            "tags": row["tags"],
-            "zone": row["zone"],
-            "importance": row["importance"],
-            "is_pinned": row["is_pinned"],
-            "decay_score": row["decay_score"],
-            "tier": row["tier"],
-            "created_at": ts(row["created_at"]),
-            "accessed_at": ts(row["accessed_at"]),
-            "valid_until": ts(row["valid_until"]),
-            "metadata": row["metadata"],
+            "embedding_model": embedding_model if encoded else "",
+            "tags": _json(tags),
+            "zone": zone,
+            "importance": importance,
+            "is_pinned": is_pinned,
+            "decay_score": decay_score,
+            "tier": tier,
+            "created_at": _ts(created_at),
+            "accessed_at": _ts(accessed_at),
+            "valid_until": _ts(valid_until),
+            "metadata": _json(metadata),
         }
     if section == "memory_edges":
+        source, target, edge_type, weight, co_activations, created_at, updated_at = row
         return {
-            "chunk_a": row["source_id"],
-            "chunk_b": row["target_id"],
-            "edge_type": row["edge_type"],
-            "weight": row["weight"],
-            "co_activation_count": row["co_activation_count"],
-            "created_at": ts(row["created_at"]),
-            "updated_at": ts(row["updated_at"]),
+            "chunk_a": source,
+            "chunk_b": target,
+            "edge_type": edge_type,
+            "weight": weight,
+            "co_activation_count": co_activations,
+            "created_at": _ts(created_at),
+            "updated_at": _ts(updated_at),
         }
     if section == "entities":
+        name, frequency, first_seen, last_seen, dna = row
         return {
-            "name": row["name"],
-            "frequency": row["frequency"],
-            "first_seen": ts(row["first_seen"]),
-            "last_seen": ts(row["last_seen"]),
-            "is_dna": row["is_dna"],
+            "name": name,
+            "frequency": frequency,
+            "first_seen": _ts(first_seen),
+            "last_seen": _ts(last_seen),
+            "is_dna": dna,
         }
-    return row  # sessions, moods, agents: the validated JSON as imported
+    return _json(row[0])  # sessions, moods, agents: the validated JSON as imported
+
+
+def _rows(queryset: QuerySet, columns: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
+    """Plain tuples through a server-side cursor.
+
+    PostgreSQL: psycopg's own loaders, no Django converters (they were a third of the export):
+    jsonb and timestamps stay text, bytea is bytes. Elsewhere: Django's `values_list` iterator.
+    """
+    if connection.vendor != "postgresql":
+        yield from queryset.values_list(*columns).iterator(chunk_size=ITERATOR_CHUNK)
+        return
+    values = queryset.values_list(*columns)
+    from psycopg.types.string import TextLoader
+
+    try:
+        sql, params = values.query.sql_with_params()
+    except EmptyResultSet:  # qs.none(): sections a dna_only export leaves out
+        return
+    connection.ensure_connection()
+    name = f"export_{next(_cursor_names)}"
+    with connection.connection.cursor(name=name) as cursor:
+        cursor.adapters.register_loader("timestamptz", TextLoader)
+        cursor.itersize = ITERATOR_CHUNK
+        cursor.execute(sql, params)
+        yield from cursor
 
 
 def _model_of(team: Team) -> tuple[str, int]:
@@ -210,38 +275,26 @@ def _audit_export(  # type: ignore[no-untyped-def]
     )
 
 
-@transaction.atomic
-def bundle_export(*, team: Team, actor: Actor, request: ExportRequest) -> dict[str, Any]:
-    """The whole bundle in memory, with accurate counts and its checksum."""
-    model = _model_of(team)
-    sections = {
-        name: [_record(name, row, model) for row in qs.iterator(chunk_size=ITERATOR_CHUNK)]
-        for name, qs in _querysets(team, request).items()
-    }
-    head = _head(team, request, {})
-    bundle = protocol.build_bundle(
-        manifest=head["manifest"],
-        sections=sections,
-        exported_at=head["exported_at"],
-    )
-    _audit_export(
-        team=team,
-        actor=actor,
-        request=request,
-        counts=bundle["manifest"]["counts"],
-        kind="json",
-        chunk_ids=(c["id"] for c in sections["chunks"]),
-    )
-    return bundle
-
-
 @contextmanager
 def _snapshot() -> Iterator[None]:
     """One consistent view for counts and rows: REPEATABLE READ on PostgreSQL.
 
-    SQLite opens write transactions (IMMEDIATE) that would block writers for the whole
-    download, so there the export reads in autocommit and the trailer reports drift.
+    SQLite: Django's transactions there are IMMEDIATE (they would block writers for the whole
+    download), so a plain deferred read transaction, a snapshot under WAL, is opened by hand.
     """
+    if connection.in_atomic_block and connection.vendor != "postgresql":
+        yield  # already inside a transaction: it is the snapshot
+        return
+    if connection.vendor == "sqlite":
+        connection.ensure_connection()
+        with connection.cursor() as cursor:
+            cursor.execute("BEGIN DEFERRED")
+        try:
+            yield
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("COMMIT")  # read-only: nothing to keep or lose
+        return
     if connection.vendor != "postgresql":
         yield
         return
@@ -257,43 +310,113 @@ def export_counts(team: Team, request: ExportRequest) -> dict[str, int]:
     return {name: qs.count() for name, qs in _querysets(team, request).items()}
 
 
+def bundle_export_json(*, team: Team, actor: Actor, request: ExportRequest) -> Iterator[bytes]:
+    """Audit now, then return the bundle as one JSON document written piece by piece.
+
+    The manifest (counts, checksum) is the document's last key (§3.1 leaves key order free), so
+    the checksum is computed while the records go out and memory stays flat."""
+    _audit_now(team=team, actor=actor, request=request, kind="json")
+    return _json_document(team, request)
+
+
 def bundle_export_stream(*, team: Team, actor: Actor, request: ExportRequest) -> Iterator[bytes]:
     """Audit now, then return the NDJSON lines: header, one line per record, trailer."""
+    _audit_now(team=team, actor=actor, request=request, kind="stream")
+    return _stream_lines(team, request)
+
+
+def _audit_now(*, team: Team, actor: Actor, request: ExportRequest, kind: str) -> None:
+    """Before the first byte: the read is logged even when the client stops reading."""
     with transaction.atomic():
         _audit_export(
             team=team,
             actor=actor,
             request=request,
             counts=export_counts(team, request),
-            kind="stream",
+            kind=kind,
         )
-    return _stream_lines(team, request)
+
+
+class _Drift(RuntimeError):
+    """Rows differed from the counts taken in the same snapshot: stop rather than lie."""
+
+
+def _records(team: Team, request: ExportRequest) -> Iterator[tuple[str, Any]]:
+    """Inside one snapshot: ("head", head), then per section ("section", name) and
+    (name, record JSON) per record, then ("end", checksum). Counts, rows and checksum agree or
+    this raises _Drift (the client gets a cut-off body, never a wrong one)."""
+    querysets = _querysets(team, request)  # one `now` for counts and rows
+    counts = {name: qs.count() for name, qs in querysets.items()}
+    head = _head(team, request, counts)
+    model = (head["manifest"]["embedding_model"], head["manifest"]["embedding_dim"])
+    yield "head", head
+    checksum = protocol.StreamingChecksum(head, dict.fromkeys(SECTIONS, "array"), ascii_form=False)
+    encode = protocol.encode_record
+    for name in SECTIONS:
+        yield "section", name
+        sent = 0
+        for row in _rows(querysets[name].order_by("id"), COLUMNS[name]):
+            data, canonical = encode(_record(name, row, model))
+            checksum.feed_canonical(name, canonical)
+            sent += 1
+            yield name, data
+        if sent != counts[name]:
+            raise _Drift(f"{name}: counted {counts[name]}, read {sent}")
+    yield "end", checksum.hexdigests()[0]
+
+
+def _json_document(team: Team, request: ExportRequest) -> Iterator[bytes]:
+    with _snapshot():
+        buffer = bytearray()
+        manifest: dict[str, Any] = {}
+        first = True
+        for kind, value in _records(team, request):
+            if kind == "head":
+                manifest = value["manifest"]
+                top = {k: v for k, v in value.items() if k != "manifest"}
+                buffer += orjson.dumps(top)[:-1]  # '{"format":…,"exported_at":…' left open
+                continue
+            if kind == "section":  # close the previous array (the first follows the head)
+                closing = b"," if value == SECTIONS[0] else b"],"
+                buffer += b'%s"%s":[' % (closing, value.encode("ascii"))
+                first = True
+                continue
+            if kind == "end":
+                manifest = {**manifest, "checksum": value}
+                buffer += b'],"manifest":' + orjson.dumps(manifest) + b"}"
+                break
+            if not first:
+                buffer += b","
+            first = False
+            buffer += value
+            if len(buffer) >= FLUSH_BYTES:
+                yield bytes(buffer)
+                buffer.clear()
+        yield bytes(buffer)
 
 
 def _stream_lines(team: Team, request: ExportRequest) -> Iterator[bytes]:
     with _snapshot():
-        counts = export_counts(team, request)
-        head = _head(team, request, counts)
-        model = (head["manifest"]["embedding_model"], head["manifest"]["embedding_dim"])
-        yield orjson.dumps({"kind": "header", **head}) + b"\n"
-        checksum = protocol.StreamingChecksum(head, {name: "array" for name in SECTIONS})
-        actual = dict.fromkeys(SECTIONS, 0)
-        querysets = _querysets(team, request)
-        for name in SECTIONS:
-            for row in querysets[name].iterator(chunk_size=ITERATOR_CHUNK):
-                record = _record(name, row, model)
-                checksum.feed(name, record)
-                actual[name] += 1
-                yield orjson.dumps({"kind": name, "record": record}) + b"\n"
-        digest, _ = checksum.hexdigests()
-        yield (
-            orjson.dumps(
-                {
+        buffer = bytearray()
+        counts = dict.fromkeys(SECTIONS, 0)
+        declared: dict[str, int] = {}
+        prefixes = {name: b'{"kind":"%s","record":' % name.encode() for name in SECTIONS}
+        for kind, value in _records(team, request):
+            if kind == "head":
+                declared = value["manifest"]["counts"]
+                buffer += orjson.dumps({"kind": "header", **value}) + b"\n"
+            elif kind == "end":
+                trailer = {
                     "kind": "trailer",
-                    "counts": actual,
-                    "counts_match": actual == counts,
-                    "checksum": digest,
+                    "counts": counts,
+                    "counts_match": counts == declared,
+                    "checksum": value,
                 }
-            )
-            + b"\n"
-        )
+                buffer += orjson.dumps(trailer) + b"\n"
+            elif kind != "section":
+                counts[kind] += 1
+                buffer += prefixes[kind] + value + b"}\n"
+            if len(buffer) >= FLUSH_BYTES:
+                yield bytes(buffer)
+                buffer.clear()
+        yield bytes(buffer)

@@ -12,8 +12,8 @@ from tests.sources.conftest import https_server, test_ca  # noqa: F401
 
 def export(client: Any, scope: str = "full") -> dict[str, Any]:
     response = client.post("/v1/brain/export", {"scope": scope}, format="json")
-    assert response.status_code == 200, response.content
-    return orjson.loads(response.content)
+    assert response.status_code == 200
+    return orjson.loads(b"".join(response.streaming_content))
 
 
 def exported(client: Any) -> dict[str, dict[str, Any]]:

@@ -6,6 +6,8 @@ import struct
 from base64 import b64encode
 from typing import Any
 
+import orjson
+
 from bundles import protocol
 
 
@@ -115,3 +117,10 @@ def sample_bundle() -> dict[str, Any]:
         mood_states=[{"key": "default", "valence": 0.2, "arousal": 0.1}],
         agents=[{"id": 7, "name": "coder", "persona": "terse"}],
     )
+
+
+def response_json(response: Any) -> Any:
+    """The JSON body of a streamed response (the export) or a plain one (errors)."""
+    if response.streaming:
+        return orjson.loads(b"".join(response.streaming_content))
+    return response.json()

@@ -10,7 +10,7 @@ import pytest
 from bundles import protocol
 from bundles.models import BrainSettings, Chunk, Entity, MemoryEdge
 from memoryadmin.models import AuditEvent
-from tests.bundles.helpers import chunk, embedding, make_bundle, sample_bundle
+from tests.bundles.helpers import chunk, embedding, make_bundle, response_json, sample_bundle
 
 IMPORT = "/v1/brain/import"
 BOTH = ["bundles:import", "bundles:export"]
@@ -139,7 +139,7 @@ def test_it_needs_a_token_and_the_right_scope(team, api_client, token_client):
 def test_it_keeps_teams_apart(team, other_team, token_client):
     post_json(token_client(team, BOTH), IMPORT, sample_bundle())
     other = token_client(other_team, BOTH)
-    exported = post_json(other, "/v1/brain/export", {}).json()
+    exported = response_json(post_json(other, "/v1/brain/export", {}))
     assert exported["chunks"] == []
     response = post_json(other, IMPORT, sample_bundle())
     assert response.json()["report"]["chunks"]["inserted"] == 6  # its own copies

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import orjson
@@ -12,7 +13,7 @@ from bundles import protocol
 from bundles.models import Chunk
 from bundles.services import bundle_import, chunk_delete, chunk_upsert
 from memoryadmin.audit import Actor
-from tests.bundles.helpers import sample_bundle
+from tests.bundles.helpers import response_json, sample_bundle
 
 BOTH = ["bundles:import", "bundles:export"]
 
@@ -34,7 +35,7 @@ def parse_stream(response) -> tuple[dict, list[dict], dict]:
 
 
 def test_it_exports_accurate_counts_and_a_valid_checksum(client):
-    bundle = export(client, {"scope": "full"}).json()
+    bundle = response_json(export(client, {"scope": "full"}))
     assert protocol.verify_checksum(bundle).ok
     for section in protocol.SECTIONS:
         assert bundle["manifest"]["counts"][section] == len(bundle[section])
@@ -44,7 +45,7 @@ def test_it_exports_accurate_counts_and_a_valid_checksum(client):
 
 
 def test_it_exports_only_dna_for_dna_only(client):
-    bundle = export(client, {"scope": "dna_only"}).json()
+    bundle = response_json(export(client, {"scope": "dna_only"}))
     assert {c["content"] for c in bundle["chunks"]} == {
         "Prefers tabs over spaces",
         "Never force-push to main",
@@ -60,9 +61,9 @@ def test_it_exports_what_changed_since(client, team):
     later = timezone.now() + timedelta(seconds=1)
     Chunk.objects.filter(team=team).update(updated_at=timezone.now() - timedelta(days=1))
     chunk_upsert(team=team, actor=Actor.system(), content="brand new", memory_type="fact")
-    bundle = export(
-        client, {"scope": "since", "since": (later - timedelta(minutes=5)).isoformat()}
-    ).json()
+    bundle = response_json(
+        export(client, {"scope": "since", "since": (later - timedelta(minutes=5)).isoformat()})
+    )
     assert [c["content"] for c in bundle["chunks"]] == ["brand new"]
     assert bundle["manifest"]["scope"] == "since" and bundle["manifest"]["since"]
     response = export(client, {"scope": "since"})
@@ -73,7 +74,7 @@ def test_it_exports_what_changed_since(client, team):
 def test_it_never_exports_deleted_chunks(client, team):
     gone = Chunk.objects.get(team=team, content="Deploys happen on Tuesdays")
     chunk_delete(chunk=gone, actor=Actor.system(), automatic=False)
-    bundle = export(client, {}).json()
+    bundle = response_json(export(client, {}))
     assert "Deploys happen on Tuesdays" not in {c["content"] for c in bundle["chunks"]}
     assert bundle["memory_edges"] == []  # both sample edges touch the deleted chunk
     _, records, _ = parse_stream(export(client, {}, "/v1/brain/export/stream"))
@@ -81,7 +82,7 @@ def test_it_never_exports_deleted_chunks(client, team):
 
 
 def test_it_streams_the_same_bundle_line_by_line(client):
-    whole = export(client, {"scope": "full"}).json()
+    whole = response_json(export(client, {"scope": "full"}))
     header, records, trailer = parse_stream(
         export(client, {"scope": "full"}, "/v1/brain/export/stream")
     )
@@ -104,3 +105,31 @@ def test_it_keeps_the_stream_order_header_sections_trailer(client):
     _, records, _ = parse_stream(export(client, {}, "/v1/brain/export/stream"))
     kinds = [r["kind"] for r in records]
     assert kinds == sorted(kinds, key=protocol.SECTIONS.index)
+
+
+def test_it_streams_the_json_bundle_with_the_manifest_last(client, team):
+    metadata = {"tiny": 1e-5, "big": 2**70}
+    Chunk.objects.filter(team=team).update(decay_score=1.5e-7, metadata=metadata)
+    response = export(client, {"scope": "full"})
+    assert response.streaming and response["Cache-Control"] == "no-store"
+    bundle = json.loads(b"".join(response.streaming_content))  # orjson stops at 64-bit ints
+    assert list(bundle)[-1] == "manifest"
+    assert list(bundle)[:4] == ["format", "version", "generator", "exported_at"]
+    assert protocol.verify_checksum(bundle).ok
+    assert {c["decay_score"] for c in bundle["chunks"]} == {1.5e-7}
+    assert bundle["chunks"][0]["metadata"] == {"tiny": 1e-5, "big": 2**70}
+    for section in protocol.SECTIONS:
+        assert bundle["manifest"]["counts"][section] == len(bundle[section])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_reads_counts_and_rows_in_one_snapshot_outside_a_transaction(team, token_client):
+    """Outside a test transaction: REPEATABLE READ on PostgreSQL, a read transaction on SQLite."""
+    bundle_import(team=team, actor=Actor.system(), bundle=sample_bundle())
+    client = token_client(team, BOTH)
+    bundle = response_json(export(client, {"scope": "full"}))
+    assert protocol.verify_checksum(bundle).ok and bundle["manifest"]["counts"]["chunks"] == 6
+    _, records, trailer = parse_stream(export(client, {}, "/v1/brain/export/stream"))
+    assert trailer["counts_match"] and len(records) == sum(trailer["counts"].values())
+    chunk_upsert(team=team, actor=Actor.system(), content="after", memory_type="fact")
+    assert response_json(export(client, {}))["manifest"]["counts"]["chunks"] == 7

@@ -283,3 +283,42 @@ def test_it_raises_only_its_own_error_on_arbitrary_json(value):
             protocol.validate_record(section, value, embedding_dim=3)
     with contextlib.suppress(BundleError):
         protocol.parse_json(json.dumps(value))
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(JSON_VALUES)
+@settings(max_examples=300, deadline=None)
+def test_it_encodes_a_record_once_for_the_wire_and_the_checksum(value):
+    data, canonical = protocol.encode_record({"record": value})
+    assert json.loads(data) == {"record": value}
+    assert canonical == protocol.canonical_json(json.loads(data)).encode("utf-8")
+
+
+@pytest.mark.parametrize("number", [1e-5, 1.5e-7, -3e-9, 0.0001, 1e16, 2**64 + 1, 0.5])
+def test_it_falls_back_to_the_canonical_form_where_orjson_writes_numbers_differently(number):
+    data, canonical = protocol.encode_record({"n": number, "hash": "3e-4e"})
+    assert canonical == protocol.canonical_json({"n": number, "hash": "3e-4e"}).encode()
+    assert json.loads(data)["n"] == number
+
+
+def test_it_streams_a_checksum_from_canonical_records_equal_to_the_whole():
+    bundle = sample_bundle()
+    head = {k: v for k, v in bundle.items() if k not in protocol.SECTIONS}
+    checksum = protocol.StreamingChecksum(
+        head, dict.fromkeys(protocol.SECTIONS, "array"), ascii_form=False
+    )
+    for name in protocol.SECTIONS:
+        for record in bundle.get(name) or []:
+            checksum.feed_canonical(name, protocol.encode_record(record)[1])
+    full = {**bundle, **{name: bundle.get(name) or [] for name in protocol.SECTIONS}}
+    assert checksum.hexdigests()[0] == protocol.bundle_checksum(full)

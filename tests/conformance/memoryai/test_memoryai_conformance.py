@@ -9,7 +9,7 @@ import pytest
 
 from bundles import protocol
 from bundles.models import Chunk, MemoryEdge
-from tests.bundles.helpers import chunk, embedding, make_bundle, sample_bundle
+from tests.bundles.helpers import chunk, embedding, make_bundle, response_json, sample_bundle
 
 BOTH = ["bundles:import", "bundles:export"]
 
@@ -29,14 +29,14 @@ def source(team, token_client):
 
 
 def test_it_emits_a_bundle_that_passes_the_envelope_check(source):
-    bundle = call(source, "/v1/brain/export", {"scope": "full"}).json()
+    bundle = response_json(call(source, "/v1/brain/export", {"scope": "full"}))
     envelope = protocol.validate_envelope(bundle)
     assert envelope.format == "memoryai-bundle" and envelope.version == 1
     assert {"scope", "embedding_model", "embedding_dim"} <= set(bundle["manifest"])
 
 
 def test_it_encodes_embeddings_as_little_endian_float32(source):
-    bundle = call(source, "/v1/brain/export", {}).json()
+    bundle = response_json(call(source, "/v1/brain/export", {}))
     dim = bundle["manifest"]["embedding_dim"]
     encoded = [c["embedding"] for c in bundle["chunks"] if c["embedding"]]
     assert encoded, "the sample has embeddings of the team's model"
@@ -48,7 +48,7 @@ def test_it_encodes_embeddings_as_little_endian_float32(source):
 
 def test_it_includes_a_valid_checksum_and_accurate_counts(source):
     for scope in ("full", "dna_only"):
-        bundle = call(source, "/v1/brain/export", {"scope": scope}).json()
+        bundle = response_json(call(source, "/v1/brain/export", {"scope": scope}))
         assert protocol.verify_checksum(bundle).form == "utf-8"
         assert bundle["manifest"]["counts"] == {s: len(bundle[s]) for s in protocol.SECTIONS}
 
@@ -113,11 +113,11 @@ def test_it_handles_an_embedding_model_mismatch(team, token_client):
 
 
 def test_it_round_trips_export_import_reexport(source, other_team, token_client):
-    exported = call(source, "/v1/brain/export", {"scope": "full"}).json()
+    exported = response_json(call(source, "/v1/brain/export", {"scope": "full"}))
     target = token_client(other_team, BOTH)
     report = call(target, "/v1/brain/import", exported).json()["report"]
     assert report["warnings"] == ["this team had no embedding model; adopted 'test-embed' (dim 3)"]
-    again = call(target, "/v1/brain/export", {"scope": "full"}).json()
+    again = response_json(call(target, "/v1/brain/export", {"scope": "full"}))
     assert {c["content_hash"] for c in again["chunks"]} == {
         c["content_hash"] for c in exported["chunks"]
     }
