@@ -7,7 +7,7 @@ import shutil
 import orjson
 from django.conf import settings
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -58,9 +58,9 @@ def brain_export(request: HttpRequest) -> HttpResponse:
     except protocol.BundleError as exc:
         messages.error(request, f"Export refused: {exc.message}")
         return redirect("brain", team_slug=team.slug)
-    # The same streamed document as the API, gathered as bytes (not objects) for the download.
     body = bundle_export_json(team=team, actor=Actor.from_request(request), request=export_request)
-    response = HttpResponse(b"".join(body), content_type="application/json")
+    response = StreamingHttpResponse(body, content_type="application/json")
+    response["Cache-Control"] = "no-store"
     filename = f"{team.slug}-brain-{export_request.scope}.json"
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

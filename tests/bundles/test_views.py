@@ -45,7 +45,7 @@ def test_it_downloads_an_export_from_the_browser(client, seeded, viewer_user):
     response = client.post(reverse("brain-export", args=[seeded.slug]), {"scope": "dna_only"})
     assert response.status_code == 200
     assert "attachment" in response["Content-Disposition"]
-    bundle = orjson.loads(response.content)
+    bundle = orjson.loads(b"".join(response.streaming_content))
     assert protocol.verify_checksum(bundle).ok and bundle["manifest"]["scope"] == "dna_only"
     response = client.post(reverse("brain-export", args=[seeded.slug]), {"scope": "since"})
     assert response.status_code == 302
