@@ -218,7 +218,9 @@ def test_it_refuses_a_100_mb_body_without_reading_it(team, make_token, settings,
     token = make_token(team, [Scope.BUNDLES_IMPORT])
     kind = "application/json" if path.endswith("import") else "multipart/form-data; boundary=xx"
     before = _counts(team)
+    _stream_post(token, path, 100 * 1024 * 1024, kind)  # warm-up: first-request imports
     response, taken, peak = _stream_post(token, path, 100 * 1024 * 1024, kind)
+    print(f"measured: taken={taken} peak={peak}")
     assert response.status_code == 413, response.content[:300]
     assert taken < 1024 * 1024, f"read {taken} bytes of a refused body"
     assert peak < 8 * 1024 * 1024, f"peak Python allocation {peak}"
@@ -235,6 +237,7 @@ def test_it_stops_reading_at_the_limit_when_the_length_is_within_the_slack(
     response, taken, peak = _stream_post(
         token, "/v1/brain/import", 4 * 1024 * 1024 + 60_000, "application/json"
     )
+    print(f"measured: taken={taken} peak={peak}")
     assert response.status_code == 413, response.content[:300]
     assert taken <= 4 * 1024 * 1024 + 128 * 1024
     assert peak < 4 * 1024 * 1024, f"peak Python allocation {peak}"

@@ -169,5 +169,6 @@ def test_it_reads_a_huge_memory_file_with_bounded_memory(repository, remote):
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
+    print(f"measured: peak={peak}")
     assert _problems(repo).get(f"{M}/20260401-bad.md") == "too-large"
     assert peak < 8 * 1024 * 1024, f"peak Python allocation {peak} bytes for a 30 MB file"

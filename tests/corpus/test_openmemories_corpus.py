@@ -257,6 +257,9 @@ def test_it_refuses_a_100_mb_http_manifest_while_streaming(team, settings):
         finally:
             tracemalloc.stop()
         rss_growth_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before
+    print(
+        f"measured: sent={server.sent['/src/memories.json']} peak={peak} rss_kib={rss_growth_kib}"
+    )
     assert run.status == RunStatus.FAILED and run.error_code == "too-large", run.error
     limit = settings.SOURCE_MAX_MANIFEST_BYTES
     assert server.sent["/src/memories.json"] < 100 * 1024 * 1024  # the client hung up early
