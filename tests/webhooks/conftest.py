@@ -13,6 +13,8 @@ import pytest
 import trustme
 
 from memoryadmin.audit import Actor
+from tests.reviews.conftest import data_dir, remote  # noqa: F401 - git remotes for app events
+from tests.sources.conftest import https_server, test_ca  # noqa: F401 - a TLS source server
 from webhooks import services
 
 
