@@ -412,7 +412,7 @@ def test_it_sends_push_failed_when_the_remote_refuses_the_push(
         "attempts": 1,
         "refs": [attempt.ref],
     }
-    assert "pushes are frozen" in failed["reason"] or "declined" in failed["reason"]
+    assert "pushes are frozen" in failed["reason"] and "hook declined" in failed["reason"]
 
 
 def test_it_sends_push_failed_for_a_conflict(
