@@ -141,7 +141,12 @@ class Record(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["snapshot", "record_id"], name="record_id_per_snapshot")
         ]
-        indexes = [models.Index(fields=["snapshot", "active", "scope"])]
+        indexes = [
+            models.Index(fields=["snapshot", "active", "scope"]),
+            # The source page walks a snapshot's active records in record_id order, a page at
+            # a time, instead of sorting all of them per request.
+            models.Index(fields=["snapshot", "active", "record_id"], name="record_snapshot_page"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.record_id} ({self.source_id})"

@@ -70,7 +70,7 @@ def context_records(
         )
         .filter(_not_expired(now or timezone.now()))
         .exclude(source__health=Health.DENIED)
-        .select_related("source")
+        .select_related("source", "snapshot")
         .order_by("source_id", "record_id")
     )
     if scopes:

@@ -135,6 +135,8 @@ class ContextRecordSerializer(serializers.ModelSerializer):
     stale = serializers.SerializerMethodField()
     tags = serializers.ListField(child=serializers.CharField())
     supersedes = serializers.ListField(child=serializers.CharField())
+    # The snapshot's time: an unchanged refresh stamps the snapshot, not each of its records.
+    retrieved_at = serializers.DateTimeField(source="snapshot.retrieved_at", read_only=True)
 
     class Meta:
         model = Record

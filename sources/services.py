@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -225,13 +226,58 @@ def context_read_record(
 # ----------------------------------------------------------------------------- refresh
 
 
+PREVIOUS_FIELDS = (
+    "pk",
+    "path",
+    "record_id",
+    "title",
+    "kind",
+    "scope",
+    "created",
+    "updated",
+    "body",
+    "tags",
+    "provenance",
+    "expires",
+    "supersedes",
+    "extensions",
+    "content_hash",
+    "active",
+    "inactive_reason",
+)
+
+
+@dataclass(frozen=True)
+class _Previous:
+    """A stored record as the refresh needs it: read as values, no model instances."""
+
+    pk: int
+    path: str
+    record_id: str
+    title: str
+    kind: str
+    scope: str
+    created: datetime
+    updated: datetime
+    body: str
+    tags: list[str]
+    provenance: Any
+    expires: datetime | None
+    supersedes: list[str]
+    extensions: dict[str, Any]
+    content_hash: str
+    active: bool
+    inactive_reason: str
+
+
 def _previous_state(
     source: Source,
-) -> tuple[Snapshot | None, dict[str, Record], dict[str, fetchers.Validator]]:
+) -> tuple[Snapshot | None, dict[str, _Previous], dict[str, fetchers.Validator]]:
     snapshot = source.current_snapshot
-    rows: dict[str, Record] = {}
+    rows: dict[str, _Previous] = {}
     if snapshot is not None:
-        rows = {row.path: row for row in Record.objects.filter(snapshot=snapshot)}
+        values = Record.objects.filter(snapshot=snapshot).order_by().values_list(*PREVIOUS_FIELDS)
+        rows = {row[1]: _Previous(*row) for row in values.iterator(chunk_size=2000)}
     validators = {
         v.url: fetchers.Validator(v.etag, v.last_modified, v.content_hash)
         for v in HttpValidator.objects.filter(source=source)
@@ -239,7 +285,7 @@ def _previous_state(
     return snapshot, rows, validators
 
 
-def _as_record(row: Record) -> om.Record:
+def _as_record(row: _Previous) -> om.Record:
     return om.Record(
         id=row.record_id,
         title=row.title,
@@ -428,7 +474,7 @@ def _refresh_succeeded(
     source_id: int,
     run_id: int,
     result: fetchers.ReadResult,
-    rows: dict[str, Record],
+    rows: dict[str, _Previous],
     started: datetime,
     clock: float,
 ) -> RefreshRun:
@@ -443,6 +489,7 @@ def _refresh_succeeded(
     fingerprint = result.fingerprint()
     current = source.current_snapshot
     changed = current is None or current.fingerprint != fingerprint
+    flipped = False
     if changed:
         snapshot = _snapshot_create(source, result, fingerprint, now)
         source.current_snapshot = snapshot
@@ -451,7 +498,7 @@ def _refresh_succeeded(
             current.delete()
     else:
         snapshot = current
-        _snapshot_touch(snapshot, rows, selection, now)
+        flipped = _snapshot_touch(snapshot, rows, selection, now)
     if source.kind == SourceKind.HTTPS:
         HttpValidator.objects.filter(source=source).delete()
         HttpValidator.objects.bulk_create(
@@ -469,6 +516,14 @@ def _refresh_succeeded(
             batch_size=INSERT_BATCH,
         )
     previous = source.health
+    # The brain mirrors records, expiry, the source's name and its stale flag: when none of
+    # them moved, its reconcile (a pass over every record and chunk) has nothing to do.
+    mirror_current = (
+        not changed
+        and not flipped
+        and previous == Health.FRESH
+        and source.display_name == result.manifest.name[:200]
+    )
     source.display_name = result.manifest.name[:200]
     source.health = Health.FRESH
     source.last_attempt_at = started
@@ -503,7 +558,8 @@ def _refresh_succeeded(
         data={"run": run.pk, "outcome": RunStatus.SUCCEEDED, "changed": changed},
     )
     _health_change(source, previous, "refresh succeeded")
-    _mirror(source)
+    if not mirror_current:
+        _mirror(source)
     return run
 
 
@@ -573,15 +629,18 @@ def _snapshot_create(
 
 
 def _snapshot_touch(
-    snapshot: Snapshot, rows: dict[str, Record], selection: om.Selection, now: datetime
-) -> None:
-    """Same bytes as before: stamp the retrieval time and re-apply expiry, nothing else."""
-    Record.objects.filter(snapshot=snapshot).update(retrieved_at=now)
+    snapshot: Snapshot, rows: dict[str, _Previous], selection: om.Selection, now: datetime
+) -> bool:
+    """Same bytes as before: stamp the snapshot's retrieval time (records read theirs from
+    it) and re-apply expiry to the records it flips. True when some record flipped."""
+    flipped = False
     for row in rows.values():
         active = row.record_id in selection.active
         reason = selection.inactive.get(row.record_id, "")
         if row.active != active or row.inactive_reason != reason:
             Record.objects.filter(pk=row.pk).update(active=active, inactive_reason=reason)
+            flipped = True
     snapshot.retrieved_at = now
     snapshot.active_count = len(selection.active)
     snapshot.save(update_fields=["retrieved_at", "active_count"])
+    return flipped

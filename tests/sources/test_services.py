@@ -227,3 +227,33 @@ def test_it_retries_when_another_refresh_holds_the_lock(team, tmp_path):
     source = _add(team, tmp_path)
     with named_lock(f"source-refresh-{source.pk}"), pytest.raises(Retry):
         tasks.refresh_source.apply(args=[source.pk], throw=True)
+
+
+def test_it_stamps_only_the_snapshot_and_skips_the_mirror_when_nothing_changed(
+    team, tmp_path, django_assert_max_num_queries
+):
+    from bundles.models import Chunk, ChunkOrigin
+
+    write_source(tmp_path, {f"r{i}": record_text(f"r{i}") for i in range(30)})
+    source = _add(team, tmp_path)
+    _refresh(source)
+    assert ChunkOrigin.objects.filter(team=team, active=True).count() == 30
+    stamped = set(
+        Record.objects.filter(snapshot=source.current_snapshot).values_list("retrieved_at")
+    )
+    before = source.current_snapshot.retrieved_at
+    with django_assert_max_num_queries(25):  # no per-record query, no mirror pass
+        run = _refresh(source)
+    assert not run.changed
+    source.current_snapshot.refresh_from_db()
+    assert source.current_snapshot.retrieved_at > before
+    assert (
+        set(Record.objects.filter(snapshot=source.current_snapshot).values_list("retrieved_at"))
+        == stamped
+    )
+    record = selectors.context_records(team).first()
+    assert record.snapshot.retrieved_at == source.current_snapshot.retrieved_at
+    # A changed record still reaches the brain.
+    (tmp_path / "records" / "r3.md").write_text(record_text("r3", title="Edited"))
+    _refresh(source)
+    assert Chunk.objects.filter(team=team, content__contains="Edited").exists()
