@@ -244,10 +244,17 @@ class ImportJob(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The lease: last sign of life. Queued: when its task was last sent. Running: the worker's
+    # heartbeat. Older than BUNDLE_IMPORT_LEASE_SECONDS, the sweeper sends the job again.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)  # claims; a runner owns its attempt
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["team", "-created_at"], name="importjob_team_created")]
+        indexes = [
+            models.Index(fields=["team", "-created_at"], name="importjob_team_created"),
+            models.Index(fields=["state", "heartbeat_at"], name="importjob_state_heartbeat"),
+        ]
 
     def __str__(self) -> str:
         return f"import #{self.pk} ({self.state})"

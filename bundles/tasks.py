@@ -39,3 +39,11 @@ def import_proposal_push_task(self, proposal_id: int) -> str:  # type: ignore[no
         countdown = min(300.0, 5.0 * 2**self.request.retries) * (0.5 + random.random())
         raise self.retry(exc=exc, countdown=countdown) from exc
     return proposal.state if proposal is not None else "gone"
+
+
+@shared_task(name="bundles.tasks.sweep_import_jobs", ignore_result=True)
+def sweep_import_jobs() -> int:
+    """Beat: send again the import jobs whose lease expired (lost task, dead worker)."""
+    from bundles.services.imports import import_jobs_sweep
+
+    return len(import_jobs_sweep())

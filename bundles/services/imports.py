@@ -5,15 +5,16 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
 import ijson
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from bundles import protocol
@@ -860,6 +861,7 @@ def import_job_create(
         keep_embeddings=options.keep_embeddings,
         accept_foreign_embeddings=options.accept_foreign_embeddings,
         propose_to_id=options.propose_to,
+        heartbeat_at=timezone.now(),
     )
     audit_record(
         actor=actor,
@@ -869,71 +871,190 @@ def import_job_create(
         summary=f"Queued a background import of {size_bytes} bytes",
         data={"size_bytes": size_bytes, "filename": filename},
     )
-    transaction.on_commit(lambda: import_job_run_task.delay(job.pk))
+    # Broker down: the upload still answers with its queued job; the sweeper sends it later.
+    transaction.on_commit(lambda: import_job_run_task.delay(job.pk), robust=True)
     return job
+
+
+class _LeaseLost(Exception):
+    """Another runner claimed the job (our lease expired): roll our import back."""
+
+
+class _Heartbeat:
+    """Renew the job's lease from a thread with its own connection while the import runs.
+
+    On SQLite the import holds the only write lock, so a beat may fail; the sweeper's takeover
+    needs that lock too, and the job's final state commits with the import, so none is lost."""
+
+    def __init__(self, job_id: int, attempt: int) -> None:
+        from django.conf import settings
+
+        self.job_id, self.attempt = job_id, attempt
+        self.every = max(0.2, settings.BUNDLE_IMPORT_LEASE_SECONDS / 4)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=f"import-job-{job_id}", daemon=True)
+
+    def __enter__(self) -> _Heartbeat:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=5)
+
+    def _run(self) -> None:
+        try:
+            while not self.stop.wait(self.every):
+                try:
+                    ImportJob.objects.filter(
+                        pk=self.job_id, attempts=self.attempt, state=JobState.RUNNING
+                    ).update(heartbeat_at=timezone.now())
+                except DatabaseError:
+                    logger.info("import job %s: heartbeat not written", self.job_id)
+        finally:
+            connection.close()
+
+
+def _claim(job_id: int, states: list[str]) -> int | None:
+    """Compare-and-set: take the job for one more attempt; return that attempt, or None."""
+    row = ImportJob.objects.filter(pk=job_id, state__in=states).values("attempts").first()
+    if row is None:
+        return None
+    now = timezone.now()
+    claimed = ImportJob.objects.filter(
+        pk=job_id, state__in=states, attempts=row["attempts"]
+    ).update(state=JobState.RUNNING, started_at=now, heartbeat_at=now, attempts=row["attempts"] + 1)
+    return row["attempts"] + 1 if claimed else None
 
 
 def import_job_run(*, job_id: int, reclaim: bool = False) -> ImportJob | None:
     """Run a queued job once (compare-and-set claim); all-or-nothing, then drop the scratch file.
 
-    `reclaim` also takes a job left "running" by a worker that died (a redelivered task)."""
-    states = [JobState.QUEUED, JobState.RUNNING] if reclaim else [JobState.QUEUED]
-    claimed = ImportJob.objects.filter(pk=job_id, state__in=states).update(
-        state=JobState.RUNNING, started_at=timezone.now()
-    )
-    if not claimed:
+    `reclaim` also takes a job left "running" by a worker that died (a redelivered task). The
+    job's success is committed with the import itself, and only by the attempt that owns it."""
+    attempt = _claim(job_id, [JobState.QUEUED, JobState.RUNNING] if reclaim else [JobState.QUEUED])
+    if attempt is None:
         return None
     job = ImportJob.objects.select_related("team", "token", "created_by").get(pk=job_id)
     actor = Actor(user=job.created_by, token=job.token)
     path = Path(job.scratch_path)
     key = progress_key(job.pk)
+    keep_file = False
     try:
-        result = bundle_import_file(
-            team=job.team,
-            actor=actor,
-            path=path,
-            options=ImportOptions(
-                job.keep_embeddings, job.accept_foreign_embeddings, job.propose_to_id
-            ),
-            progress=lambda done, total: cache.set(key, [done, total], timeout=3600),
-        )
-    except BundleError as exc:
-        _job_failed(job, actor, exc.code, str(exc))
-    except ijson.JSONError as exc:
-        error = _json_errors(exc)
-        _job_failed(job, actor, error.code, str(error))
-    except Exception as exc:  # stored and shown; the import itself rolled back
-        logger.exception("import job %s failed", job.pk)
-        _job_failed(job, actor, "internal-error", f"{type(exc).__name__}: {exc}")
-    else:
-        done = sum(
-            sum(counts.values()) for name, counts in result["report"].items() if name in SECTIONS
-        )
-        with transaction.atomic():
-            ImportJob.objects.filter(pk=job.pk).update(
+        with _Heartbeat(job.pk, attempt), transaction.atomic():
+            result = bundle_import_file(
+                team=job.team,
+                actor=actor,
+                path=path,
+                options=ImportOptions(
+                    job.keep_embeddings, job.accept_foreign_embeddings, job.propose_to_id
+                ),
+                progress=lambda done, total: cache.set(key, [done, total], timeout=3600),
+            )
+            done = sum(
+                sum(counts.values())
+                for name, counts in result["report"].items()
+                if name in SECTIONS
+            )
+            owned = ImportJob.objects.filter(
+                pk=job.pk, attempts=attempt, state=JobState.RUNNING
+            ).update(
                 state=JobState.SUCCEEDED,
                 report=result,
                 records_done=done,
                 records_total=done,
                 finished_at=timezone.now(),
             )
+            if not owned:
+                raise _LeaseLost
             _import_event(team=job.team, job_id=job.pk, result=result)
+    except _LeaseLost:
+        logger.warning("import job %s: attempt %s lost its lease; rolled back", job.pk, attempt)
+        keep_file = True  # the attempt that owns the job reads it
+    except BundleError as exc:
+        _job_failed(job, attempt, actor, exc.code, str(exc))
+    except ijson.JSONError as exc:
+        error = _json_errors(exc)
+        _job_failed(job, attempt, actor, error.code, str(error))
+    except Exception as exc:  # stored and shown; the import itself rolled back
+        logger.exception("import job %s failed", job.pk)
+        _job_failed(job, attempt, actor, "internal-error", f"{type(exc).__name__}: {exc}")
     finally:
         cache.delete(key)
-        _remove(path)
+        if not keep_file:
+            _remove(path)
     job.refresh_from_db()
     return job
 
 
 @transaction.atomic
-def _job_failed(job: ImportJob, actor: Actor, code: str, message: str) -> None:
-    ImportJob.objects.filter(pk=job.pk).update(
+def _job_failed(job: ImportJob, attempt: int, actor: Actor, code: str, message: str) -> None:
+    owned = ImportJob.objects.filter(pk=job.pk, attempts=attempt, state=JobState.RUNNING).update(
         state=JobState.FAILED,
         error_code=code,
         error_message=message[:5000],
         finished_at=timezone.now(),
     )
-    import_failure_record(team=job.team, actor=actor, code=code, message=message, job_id=job.pk)
+    if owned:
+        import_failure_record(team=job.team, actor=actor, code=code, message=message, job_id=job.pk)
+
+
+MAX_ATTEMPTS = 5  # a job that kills its worker every time fails visibly instead of looping
+
+
+def import_jobs_sweep(*, now: datetime | None = None) -> list[int]:
+    """Send again every job whose lease expired; return their ids.
+
+    A queued job whose task was never sent (broker down at upload time) or was lost is sent
+    again; a running job whose worker stopped beating (killed, on any broker) is queued again.
+    """
+    from django.conf import settings
+
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.BUNDLE_IMPORT_LEASE_SECONDS)
+    stale = ImportJob.objects.filter(
+        state__in=[JobState.QUEUED, JobState.RUNNING], heartbeat_at__lt=cutoff
+    ).values_list("pk", flat=True)
+    return [job_id for job_id in list(stale) if _job_requeue(job_id=job_id, cutoff=cutoff, now=now)]
+
+
+@transaction.atomic
+def _job_requeue(*, job_id: int, cutoff: datetime, now: datetime) -> bool:
+    from bundles.tasks import import_job_run_task
+
+    job = (
+        ImportJob.objects.select_for_update()
+        .select_related("team")
+        .filter(pk=job_id, state__in=[JobState.QUEUED, JobState.RUNNING], heartbeat_at__lt=cutoff)
+        .first()
+    )
+    if job is None:
+        return False
+    if job.state == JobState.RUNNING and job.attempts >= MAX_ATTEMPTS:
+        message = f"the worker stopped during each of {job.attempts} attempts"
+        job.state, job.error_code, job.error_message = JobState.FAILED, "worker-lost", message
+        job.finished_at = now
+        job.save(update_fields=["state", "error_code", "error_message", "finished_at"])
+        import_failure_record(
+            team=job.team, actor=Actor.system(), code="worker-lost", message=message, job_id=job.pk
+        )
+        return True
+    was = job.state
+    job.state, job.heartbeat_at = JobState.QUEUED, now
+    job.save(update_fields=["state", "heartbeat_at"])
+    audit_record(
+        actor=Actor.system(),
+        action="bundle.import_requeued",
+        team=job.team,
+        target=job,
+        summary=(
+            f"Import #{job.pk} sent to a worker again (it was {was}, no sign of life since "
+            f"{cutoff:%Y-%m-%d %H:%M:%S} UTC)"
+        ),
+        data={"was": was, "attempts": job.attempts},
+    )
+    transaction.on_commit(lambda: import_job_run_task.delay(job_id), robust=True)
+    return True
 
 
 def _remove(path: Path) -> None:

@@ -6,6 +6,7 @@ The UI stays up, signing in works, an action that needs a worker answers without
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -15,11 +16,14 @@ import httpx
 import pytest
 from django.db import connection, transaction
 
+from bundles.models import ImportJob, JobState
+from bundles.services.imports import import_jobs_sweep
 from memoryadmin.audit import Actor
-from memoryadmin.models import Role
+from memoryadmin.models import Role, Scope
 from reviews.models import Decision, Memory, PushState
 from reviews.services import repository_create, repository_sync
 from sources import services
+from tests.bundles.helpers import chunk, make_bundle
 from tests.conftest import ROOT, _worker_env
 from tests.corpus.hostile import closed_port
 from tests.reviews.conftest import make_remote
@@ -35,6 +39,7 @@ def web_without_redis(transactional_db, tmp_path):  # type: ignore[no-untyped-de
     env = _worker_env()
     env["REDIS_URL"] = f"redis://127.0.0.1:{dead}/0"
     env["MEMORYADMIN_DATA_DIR"] = str(tmp_path / "data")
+    env["MEMORYADMIN_BUNDLE_SYNC_IMPORT_MAX_BYTES"] = "2000"  # larger uploads become jobs
     log = (tmp_path / "web.log").open("w")
     process = subprocess.Popen(
         [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
@@ -68,7 +73,7 @@ def _csrf(html: str) -> str:
 
 
 def test_it_stays_up_and_says_so_when_redis_is_down(
-    web_without_redis, team, make_user, tmp_path, settings
+    web_without_redis, team, make_user, make_token, tmp_path, settings
 ):
     base, log = web_without_redis
     settings.DATA_DIR = tmp_path / "data"
@@ -134,3 +139,22 @@ def test_it_stays_up_and_says_so_when_redis_is_down(
         )
         assert approve.status_code == 302, (approve.status_code, log.read_text()[-3000:])
         assert Decision.objects.get(repository=repository).state == PushState.PENDING
+
+    # A large upload becomes a job whose task cannot be sent: it answers 202 with the job
+    # `queued`, and the beat's sweeper sends it once its lease is over and the broker is back.
+    token = make_token(team, [Scope.BUNDLES_IMPORT])
+    body = json.dumps(make_bundle(chunks=[chunk(i, f"queued {i}") for i in range(40)]))
+    upload = httpx.post(
+        base + "/v1/brain/import",
+        content=body,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        timeout=30,
+    )
+    assert upload.status_code == 202, (upload.status_code, log.read_text()[-3000:])
+    job = ImportJob.objects.get(pk=upload.json()["job"]["id"])
+    assert job.state == JobState.QUEUED
+    assert import_jobs_sweep() == []  # inside its lease
+    settings.BUNDLE_IMPORT_LEASE_SECONDS = 0
+    assert import_jobs_sweep() == [job.pk]  # this process's broker works (tasks run eagerly)
+    job.refresh_from_db()
+    assert (job.state, job.records_done) == (JobState.SUCCEEDED, 40)

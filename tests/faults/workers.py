@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -65,6 +66,16 @@ class Worker:
         os.kill(pid, signal.SIGKILL)
         return pid
 
+    def kill_all(self) -> list[int]:
+        """SIGKILL the parent first (so nobody requeues the message), then its pool children."""
+        children = self.children()
+        os.kill(self.process.pid, signal.SIGKILL)
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.process.wait()
+        return [self.process.pid, *children]
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
@@ -77,8 +88,8 @@ class Worker:
 
 
 @contextmanager
-def worker(tmp_path: Path, **kwargs) -> Iterator[Worker]:  # type: ignore[no-untyped-def]
-    queue = f"faults-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+def worker(tmp_path: Path, queue: str | None = None, **kwargs) -> Iterator[Worker]:  # type: ignore[no-untyped-def]
+    queue = queue or f"faults-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     running = Worker(queue, tmp_path / f"{queue}.log", **kwargs)
     try:
         running.wait_ready()
