@@ -195,18 +195,20 @@ class StreamingChecksum:
             self._ascii.update(data)
 
     def _write_value(self, value: Any) -> None:
-        try:
-            text = canonical_json(value)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise BundleError("not-serialisable", f"value is not plain JSON: {exc}") from exc
-        self._utf8.update(text.encode("utf-8"))
+        # orjson's canonical form (see encode_record); values parsed from JSON hold no NaN.
+        data = encode_record(value)[1]
+        self._utf8.update(data)
         if not self._ascii_form:
             return
-        if text.isascii():
-            self._ascii.update(text.encode("ascii"))
+        if data.isascii():
+            self._ascii.update(data)
         else:
             self._ascii_differs = True
-            self._ascii.update(canonical_json(value, ascii_escaped=True).encode("ascii"))
+            try:
+                text = canonical_json(value, ascii_escaped=True)
+            except (TypeError, ValueError, RecursionError) as exc:
+                raise BundleError("not-serialisable", f"value is not plain JSON: {exc}") from exc
+            self._ascii.update(text.encode("ascii"))
 
     def _close_section(self) -> None:
         if self._open_section is not None:
@@ -567,7 +569,32 @@ class ChunkRecord:
         return is_dna(self.memory_type, self.zone, self.is_pinned)
 
 
-def validate_chunk(value: Any, *, embedding_dim: int, path: str = "chunk") -> ChunkRecord:
+def _embedding_shape(value: Any, *, dim: int, path: str) -> None:
+    """What `embedding_bytes` checks, short of decoding: type, and length for `dim` floats."""
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise BundleError("embedding-invalid", "embedding must be a base64 string or null", path)
+    if dim <= 0:
+        raise BundleError(
+            "embedding-dim", "embedding given but manifest.embedding_dim is not positive", path
+        )
+    if len(value) != 4 * -(-dim * 4 // 3):
+        raise BundleError(
+            "embedding-length", f"embedding is not the base64 of embedding_dim {dim} floats", path
+        )
+
+
+def validate_chunk(
+    value: Any,
+    *,
+    embedding_dim: int,
+    path: str = "chunk",
+    decode_embedding: bool = True,
+    known_hash: str | None = None,
+) -> ChunkRecord:
+    """`decode_embedding=False` (a chunk the importer already holds): the embedding's type and
+    length are checked, not its base64, and the record carries none."""
     obj = _object(value, path)
     raw_id = obj.get("id")
     record_id = _int(obj, "id", path, minimum=-MAX_INT) if raw_id is not None else None
@@ -579,7 +606,7 @@ def validate_chunk(value: Any, *, embedding_dim: int, path: str = "chunk") -> Ch
             f"memory_type {memory_type!r} is neither a core type nor an x_ vendor type",
             path,
         )
-    true_hash = content_hash(content)
+    true_hash = known_hash or content_hash(content)
     declared = obj.get("content_hash")
     if declared is not None and not isinstance(declared, str):
         raise BundleError("field-type", "'content_hash' must be a string", path)
@@ -606,13 +633,18 @@ def validate_chunk(value: Any, *, embedding_dim: int, path: str = "chunk") -> Ch
     if not isinstance(metadata, dict):
         raise BundleError("metadata-invalid", "metadata must be an object", path)
     check_plain_json(metadata, path + ".metadata")
+    if decode_embedding:
+        embedding = embedding_bytes(obj.get("embedding"), dim=embedding_dim, path=path)
+    else:
+        _embedding_shape(obj.get("embedding"), dim=embedding_dim, path=path)
+        embedding = None
     return ChunkRecord(
         id=record_id,
         content=content,
         content_hash=true_hash,
         declared_hash=declared if declared not in (None, true_hash) else None,
         memory_type=memory_type,
-        embedding=embedding_bytes(obj.get("embedding"), dim=embedding_dim, path=path),
+        embedding=embedding,
         embedding_model=_str(obj, "embedding_model", path, max_len=MAX_MODEL_CHARS),
         tags=list(tags),
         zone=zone,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 import re
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import ijson
+import orjson
 from django.core.cache import cache
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
@@ -70,6 +73,18 @@ CHUNK_INSERT_COLUMNS = (
     "updated_at",
     "standalone",
 )
+
+EDGE_COLUMNS = (
+    "team_id",
+    "source_id",
+    "target_id",
+    "edge_type",
+    "weight",
+    "co_activation_count",
+    "created_at",
+    "updated_at",
+)
+ENTITY_COLUMNS = ("team_id", "name", "frequency", "first_seen", "last_seen", "is_dna", "updated_at")
 
 SectionReader = Callable[[str], Iterator[Any]]
 Progress = Callable[[int, int], None]  # (records done, records declared)
@@ -229,8 +244,18 @@ class _Importer:
                 self.progress(self.done, self.total)
             yield index, raw
 
-    def _validate(self, section: str, index: int, raw: Any) -> Any | None:
+    def _validate(
+        self, section: str, index: int, raw: Any, *, known: str | None = None, held: bool = False
+    ) -> Any | None:
         try:
+            if section == "chunks":
+                return protocol.validate_chunk(
+                    raw,
+                    embedding_dim=self.manifest.embedding_dim,
+                    path=f"chunks[{index}]",
+                    decode_embedding=not held,
+                    known_hash=known,
+                )
             return protocol.validate_record(
                 section,
                 raw,
@@ -244,18 +269,46 @@ class _Importer:
     # -- chunks ------------------------------------------------------------------------------
 
     def _section_chunks(self, records: Iterator[tuple[int, Any]]) -> None:
+        pending: list[tuple[int, Any]] = []
+        for item in records:
+            pending.append(item)
+            if len(pending) >= BATCH:
+                self._chunk_batch(pending)
+                pending = []
+        if pending:
+            self._chunk_batch(pending)
+
+    def _chunk_batch(self, pending: list[tuple[int, Any]]) -> None:
+        """Hashes first, one look-up for the batch: a chunk the team holds already (a
+        re-import) is still validated field by field, but its embedding is checked for type
+        and length without being decoded, and nothing else is done for it but counting."""
+        hashes: dict[int, str] = {}
+        for index, raw in pending:
+            content = raw.get("content") if isinstance(raw, dict) else None
+            if isinstance(content, str):
+                # lone surrogates cannot be hashed: left to the full validation to report
+                with contextlib.suppress(UnicodeEncodeError):
+                    hashes[index] = protocol.content_hash(content)
+        existing = self._held(set(hashes.values()))
         batch: list[tuple[int, ChunkRecord]] = []
-        for index, raw in records:
-            record = self._validate("chunks", index, raw)
+        for index, raw in pending:
+            digest = hashes.get(index)
+            record = self._validate("chunks", index, raw, known=digest, held=digest in existing)
             if record is None:
                 self.report.counts["chunks"]["skipped_invalid"] += 1
                 continue
             batch.append((index, record))
-            if len(batch) >= BATCH:
-                self._flush_chunks(batch)
-                batch = []
-        if batch:
-            self._flush_chunks(batch)
+        self._flush_chunks(batch, existing)
+
+    def _held(self, hashes: set[str]) -> dict[str, int]:
+        """content hash -> id of the team's chunks among `hashes`."""
+        if not hashes:
+            return {}
+        return dict(
+            Chunk.objects.filter(team=self.team, content_hash__in=list(hashes))
+            .order_by()
+            .values_list("content_hash", "pk")
+        )
 
     def _embedding_for(self, record: ChunkRecord) -> tuple[bytes | None, str, int]:
         if record.embedding is None:
@@ -279,7 +332,7 @@ class _Importer:
         self.embeddings["dropped_model"] += 1
         return None, "", 0
 
-    def _flush_chunks(self, batch: list[tuple[int, ChunkRecord]]) -> None:
+    def _flush_chunks(self, batch: list[tuple[int, ChunkRecord]], existing: dict[str, int]) -> None:
         counts = self.report.counts["chunks"]
         by_hash: dict[str, ChunkRecord] = {}
         flagged: set[str] = set()
@@ -303,15 +356,11 @@ class _Importer:
                     f"chunks[{index}] (id {record.id}, hash {record.content_hash[:16]}…) looks "
                     f"like prompt-injection text ({hint}); stored as data and flagged"
                 )
-        existing = set(
-            Chunk.objects.filter(team=self.team, content_hash__in=list(by_hash))
-            .order_by()
-            .values_list("content_hash", flat=True)
-        )
-        if existing:  # mirror-only chunks the bundle also carries now stand on their own
-            Chunk.objects.filter(
-                team=self.team, content_hash__in=list(existing), standalone=False
-            ).update(standalone=True, updated_at=self.now)
+        held = [digest for digest in by_hash if digest in existing]
+        if held:  # mirror-only chunks the bundle also carries now stand on their own
+            Chunk.objects.filter(team=self.team, content_hash__in=held, standalone=False).update(
+                standalone=True, updated_at=self.now
+            )
         new_rows = []
         for digest, record in by_hash.items():
             if digest in existing:
@@ -346,14 +395,12 @@ class _Importer:
                     True,
                 )
             )
-        self._insert_chunks(new_rows)
+        local = {digest: existing[digest] for digest in held}
+        local.update(self._insert_chunks(new_rows))
         self._analyze_while_growing(len(new_rows))
         counts["inserted"] += len(new_rows)
-        local = dict(
-            Chunk.objects.filter(team=self.team, content_hash__in=list(by_hash))
-            .order_by()
-            .values_list("content_hash", "pk")
-        )
+        if len(local) < len(by_hash):  # SQLite, or rows a concurrent import inserted first
+            local.update(self._held({digest for digest in by_hash if digest not in local}))
         for _, record in batch:
             if record.id is not None and record.content_hash in local:
                 self.chunk_ids[record.id] = local[record.content_hash]
@@ -382,16 +429,31 @@ class _Importer:
             with connection.cursor() as cursor:
                 cursor.execute(f"ANALYZE {connection.ops.quote_name(Chunk._meta.db_table)}")
 
-    def _json(self, value: Any) -> Any:
-        return self._json_field.get_db_prep_value(value, connection)
+    def _json(self, value: Any) -> str:
+        """JSON text for a jsonb/JSON column (COPY and SQLite take it as it is)."""
+        try:
+            return orjson.dumps(value).decode("utf-8")
+        except TypeError:  # integers past 64 bits
+            return json.dumps(value)
 
-    def _insert_chunks(self, rows: list[tuple[Any, ...]]) -> None:
+    def _insert_chunks(self, rows: list[tuple[Any, ...]]) -> dict[str, int]:
         """Raw insert: Django's bulk_create spent most of a 100k import compiling SQL.
 
-        ON CONFLICT DO NOTHING: a concurrent import of the same content must not fail this one.
+        PostgreSQL: COPY into a scratch table, then one INSERT … SELECT that also answers the
+        new ids. ON CONFLICT DO NOTHING: a concurrent import of the same content must not fail
+        this one. Returns content hash -> id of the rows inserted (PostgreSQL only).
         """
         if not rows:
-            return
+            return {}
+        if connection.vendor == "postgresql":
+            return dict(
+                _copy_then(
+                    Chunk,
+                    CHUNK_INSERT_COLUMNS,
+                    rows,
+                    "ON CONFLICT (team_id, content_hash) DO NOTHING RETURNING content_hash, id",
+                )
+            )
         table = connection.ops.quote_name(Chunk._meta.db_table)
         columns = ", ".join(connection.ops.quote_name(c) for c in CHUNK_INSERT_COLUMNS)
         placeholders = ", ".join(["%s"] * len(CHUNK_INSERT_COLUMNS))
@@ -403,6 +465,7 @@ class _Importer:
         # slower on PostgreSQL (psycopg parses 10k+ placeholders in Python).
         with connection.cursor() as cursor:
             cursor.executemany(sql, rows)
+        return {}
 
     # -- edges -------------------------------------------------------------------------------
 
@@ -446,6 +509,19 @@ class _Importer:
     def _upsert_edges(self, merged: dict[tuple[int, int, str], list[Any]]) -> None:
         table = connection.ops.quote_name(MemoryEdge._meta.db_table)
         greatest = "GREATEST" if connection.vendor == "postgresql" else "MAX"
+        update = (
+            "ON CONFLICT (team_id, source_id, target_id, edge_type) DO UPDATE SET "
+            f"co_activation_count = {table}.co_activation_count + excluded.co_activation_count, "
+            f"weight = {greatest}({table}.weight, excluded.weight), "
+            "updated_at = %s"
+        )
+        if connection.vendor == "postgresql":
+            rows = [
+                (self.team.pk, source, target, edge_type, weight, count, created, updated)
+                for (source, target, edge_type), (weight, count, created, updated) in merged.items()
+            ]
+            _copy_then(MemoryEdge, EDGE_COLUMNS, rows, update, [self.now])
+            return
         values, params = [], []
         for (source, target, edge_type), (weight, count, created, updated) in merged.items():
             values.append("(%s, %s, %s, %s, %s, %s, %s, %s)")
@@ -463,11 +539,7 @@ class _Importer:
             )
         sql = (
             f"INSERT INTO {table} (team_id, source_id, target_id, edge_type, weight, "  # noqa: S608
-            f"co_activation_count, created_at, updated_at) VALUES {', '.join(values)} "
-            "ON CONFLICT (team_id, source_id, target_id, edge_type) DO UPDATE SET "
-            f"co_activation_count = {table}.co_activation_count + excluded.co_activation_count, "
-            f"weight = {greatest}({table}.weight, excluded.weight), "
-            "updated_at = %s"
+            f"co_activation_count, created_at, updated_at) VALUES {', '.join(values)} {update}"
         )
         with connection.cursor() as cursor:
             cursor.execute(sql, [*params, _db_datetime(self.now)])
@@ -513,13 +585,23 @@ class _Importer:
                 f"WHEN {new} {op} {old} THEN {new} ELSE {old} END"
             )
 
-        sql = (
-            f"INSERT INTO {table} (team_id, name, frequency, first_seen, last_seen, "  # noqa: S608
-            f"is_dna, updated_at) VALUES {', '.join(values)} "
+        update = (
             "ON CONFLICT (team_id, name) DO UPDATE SET "
             f"frequency = {table}.frequency + excluded.frequency, "
             f"{pick('first_seen', '<')}, {pick('last_seen', '>')}, "
             f"is_dna = ({table}.is_dna OR excluded.is_dna), updated_at = excluded.updated_at"
+        )
+        if connection.vendor == "postgresql":
+            _copy_then(
+                Entity,
+                ENTITY_COLUMNS,
+                [tuple(params[i : i + 7]) for i in range(0, len(params), 7)],
+                update,
+            )
+            return
+        sql = (
+            f"INSERT INTO {table} (team_id, name, frequency, first_seen, last_seen, "  # noqa: S608
+            f"is_dna, updated_at) VALUES {', '.join(values)} {update}"
         )
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
@@ -612,6 +694,35 @@ class _Importer:
             self.settings.embedding_model,
             self.settings.embedding_dim,
         ) == (self.manifest.embedding_model, self.manifest.embedding_dim)
+
+
+def _copy_then(
+    model: type[Chunk | MemoryEdge | Entity],
+    columns: tuple[str, ...],
+    rows: list[tuple[Any, ...]],
+    conflict: str,
+    params: list[Any] | None = None,
+) -> list[tuple[Any, ...]]:
+    """PostgreSQL: COPY `rows` into a scratch copy of the table's `columns` (dropped at commit),
+    then one INSERT … SELECT … `conflict` (ON CONFLICT … [RETURNING …]); returns what it
+    returns. psycopg adapts COPY rows in C, where executemany adapted parameters in Python."""
+    table = connection.ops.quote_name(model._meta.db_table)
+    scratch = connection.ops.quote_name(f"import_scratch_{model._meta.model_name}")
+    names = ", ".join(connection.ops.quote_name(c) for c in columns)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS {scratch} ON COMMIT DROP AS "  # noqa: S608
+            f"SELECT {names} FROM {table} WITH NO DATA"
+        )
+        cursor.execute(f"TRUNCATE {scratch}")
+        with cursor.cursor.copy(f"COPY {scratch} ({names}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        cursor.execute(
+            f"INSERT INTO {table} ({names}) SELECT {names} FROM {scratch} {conflict}",  # noqa: S608
+            params or [],
+        )
+        return cursor.fetchall() if "RETURNING" in conflict else []
 
 
 def _unclaimed(metadata: dict[str, Any]) -> dict[str, Any]:

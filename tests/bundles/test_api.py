@@ -289,3 +289,19 @@ def test_it_hides_another_teams_job(team, other_team, token_client):
     assert response.status_code == 404
     response = token_client(other_team, BOTH).get(f"/v1/brain/import/jobs/{job.pk}")
     assert response.json()["state"] == "queued"
+
+
+def test_it_reimports_without_decoding_held_chunks_and_still_reports_invalid_ones(client, team):
+    bundle = sample_bundle()
+    post_json(client, IMPORT, bundle)
+    again = make_bundle(
+        chunks=[
+            *bundle["chunks"],
+            {**bundle["chunks"][0], "zone": "nowhere"},  # held content, invalid record
+            chunk(99, "brand new"),
+        ]
+    )
+    report = post_json(client, IMPORT, again).json()["report"]
+    assert report["chunks"] == {"inserted": 1, "skipped_duplicate": 6, "skipped_invalid": 1}
+    assert any("zone" in w for w in report["warnings"])
+    assert Chunk.objects.filter(team=team).count() == 7
