@@ -72,6 +72,9 @@ def brain_import(request: HttpRequest) -> HttpResponse:
     team = request.team  # type: ignore[attr-defined]
     actor = Actor.from_request(request)
     upload = request.FILES.get("file")
+    if getattr(request, "upload_too_large", False):
+        messages.error(request, f"Bundles may be at most {settings.BUNDLE_MAX_BYTES} bytes.")
+        return redirect("brain", team_slug=team.slug)
     if upload is None:
         messages.error(request, "Choose a bundle file to upload.")
         return redirect("brain", team_slug=team.slug)

@@ -230,6 +230,11 @@ REPOSITORY_ALLOW_LOCAL_REMOTES = env_bool("MEMORYADMIN_REPOSITORY_ALLOW_LOCAL_RE
 REVIEW_BOT_IDENTITY = env_str("MEMORYADMIN_REVIEW_BOT_IDENTITY", "memoryadmin <bot@localhost>")
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MEMORYADMIN_UPLOAD_MAX_MEMORY_BYTES", 8 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+FILE_UPLOAD_HANDLERS = [
+    "memoryadmin.uploads.SizeLimitUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 FILE_UPLOAD_TEMP_DIR = None
 
 REST_FRAMEWORK = {

@@ -101,3 +101,22 @@ def test_it_seeds_the_demo_once(team, admin_user):
     )
     second = bundle_import(team=team, actor=Actor.system(), bundle=demo.sample_bundle())
     assert second["report"]["chunks"]["inserted"] == 0
+
+
+def test_it_drops_an_oversized_browser_upload_while_it_streams(
+    client, team, admin_user, settings, tmp_path
+):
+    settings.BUNDLE_MAX_BYTES = 4096
+    settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path)
+    # 3 MB: past the in-memory limit, so Django would spool it to a temporary file.
+    upload = io.BytesIO(b"[" + b"0," * 1_500_000 + b"0]")
+    upload.name = "huge.json"
+    client.force_login(admin_user)
+    response = client.post(reverse("brain-import", args=[team.slug]), {"file": upload})
+    # The upload handler dropped the file mid-stream; the form (CSRF included) still parsed.
+    assert response.wsgi_request.upload_too_large is True
+    assert "file" not in response.wsgi_request.FILES
+    assert list(tmp_path.iterdir()) == []
+    page = client.get(response["Location"])
+    assert "Bundles may be at most 4096 bytes." in page.content.decode()
+    assert not Chunk.objects.filter(team=team).exists()
