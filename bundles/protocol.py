@@ -252,6 +252,19 @@ class StreamingChecksum:
         self._enter(section)
         self._write_value(record)
 
+    def feed_encoded(self, section: str, data: bytes) -> None:
+        """A record as `encode_record(record)[1]` gave it (what `feed` would hash), e.g.
+        spooled while the sections arrived in another order than the checksum's."""
+        self._enter(section)
+        self._utf8.update(data)
+        if not self._ascii_form:
+            return
+        if data.isascii():
+            self._ascii.update(data)
+        else:
+            self._ascii_differs = True
+            self._ascii.update(canonical_json(json.loads(data), ascii_escaped=True).encode("ascii"))
+
     def feed_canonical(self, section: str, data: bytes) -> None:
         """A record already in canonical UTF-8 form (`canonical_json(record).encode()`).
 

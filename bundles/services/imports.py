@@ -7,10 +7,15 @@ import json
 import logging
 import os
 import re
+import tempfile
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
+from itertools import takewhile
+from operator import ne
 from pathlib import Path
 from typing import IO, Any
 
@@ -112,19 +117,31 @@ class _Report:
             "agents": {"upserted": 0},
         }
     )
-    warnings: list[str] = field(default_factory=list)
-    omitted: int = 0
+    # Warnings by section (None: the wrap-up's), reported in SECTIONS order whatever order
+    # the file's sections came in, so the report does not depend on the file's key order.
+    section: str | None = None
+    buckets: dict[str | None, list[str]] = field(default_factory=dict)
+    omitted: dict[str | None, int] = field(default_factory=dict)
 
     def warn(self, message: str) -> None:
-        if len(self.warnings) < MAX_WARNINGS:
-            self.warnings.append(message)
+        bucket = self.buckets.setdefault(self.section, [])
+        if len(bucket) < MAX_WARNINGS:
+            bucket.append(message)
         else:
-            self.omitted += 1
+            self.omitted[self.section] = self.omitted.get(self.section, 0) + 1
 
     def as_dict(self) -> dict[str, Any]:
-        warnings = list(self.warnings)
-        if self.omitted:
-            warnings.append(f"{self.omitted} more warnings were left out of this report")
+        warnings: list[str] = []
+        omitted = 0
+        for name in (*SECTIONS, None):
+            for message in self.buckets.get(name, ()):
+                if len(warnings) < MAX_WARNINGS:
+                    warnings.append(message)
+                else:
+                    omitted += 1
+            omitted += self.omitted.get(name, 0)
+        if omitted:
+            warnings.append(f"{omitted} more warnings were left out of this report")
         return {
             "success": True,
             "report": {
@@ -171,6 +188,10 @@ class _Importer:
         self._json_field = Chunk._meta.get_field("metadata")
         self._inserted_since_analyze = 0
         self._analyze_if_stale()
+        self.spools: dict[str, IO[bytes]] = {}
+        self.edge_spool: IO[bytes] | None = None
+        self.chunks_read = False
+        self.not_standalone: set[str] = set()
 
     # -- driving -----------------------------------------------------------------------------
 
@@ -179,8 +200,73 @@ class _Importer:
         for section in SECTIONS:
             if self.envelope.sections.get(section) != "array":
                 continue
+            self.report.section = section
             handler = getattr(self, f"_section_{section}")
             handler(self._feed(section, read_section(section), checksum))
+        return self._finish(checksum)
+
+    # -- one streamed pass over a file: sections in the file's order -------------------------
+
+    def stream_section(self, section: str, records: Iterator[Any]) -> None:
+        """Import one section as the file's single pass reaches it. Its records' canonical
+        bytes go to a spool for the checksum (hashed at the end in the checksum's key order);
+        edges wait in a spool of their own when the chunks they name have not been read yet."""
+        spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed in finish_stream
+        self.spools[section] = spool
+        self.report.section = section
+        items = self._feed_spooled(section, records, spool)
+        if section == "memory_edges" and not self.chunks_read:
+            self.edge_spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed in finish_stream
+            for _, raw in items:
+                self.edge_spool.write(_dump_line(raw))
+            return
+        getattr(self, f"_section_{section}")(items)
+        if section == "chunks":
+            self.chunks_read = True
+
+    def finish_stream(self, envelope: protocol.Envelope, head: dict[str, Any]) -> dict[str, Any]:
+        try:
+            if self.edge_spool is not None:
+                self.report.section = "memory_edges"
+                self.edge_spool.seek(0)
+                self._section_memory_edges(
+                    (index, _load_line(line)) for index, line in enumerate(self.edge_spool)
+                )
+            checksum = protocol.StreamingChecksum(head, envelope.sections)
+            for section in SECTIONS:
+                spool = self.spools.get(section)
+                if spool is None:
+                    continue
+                spool.seek(0)
+                for line in spool:
+                    checksum.feed_encoded(section, line[:-1])
+        finally:
+            self.close_spools()
+        return self._finish(checksum)
+
+    def close_spools(self) -> None:
+        for spool in (*self.spools.values(), self.edge_spool):
+            if spool is not None:
+                spool.close()
+        self.spools, self.edge_spool = {}, None
+
+    def _feed_spooled(
+        self, section: str, records: Iterator[Any], spool: IO[bytes]
+    ) -> Iterator[tuple[int, Any]]:
+        encode = protocol.encode_record
+        for index, raw in enumerate(records):
+            try:
+                data = encode(raw)[1]
+            except BundleError as exc:
+                raise BundleError(exc.code, exc.message, f"{section}[{index}]") from exc
+            spool.write(data + b"\n")
+            self.done += 1
+            if self.progress is not None and self.done % PROGRESS_EVERY == 0:
+                self.progress(self.done, self.total)
+            yield index, raw
+
+    def _finish(self, checksum: protocol.StreamingChecksum) -> dict[str, Any]:
+        self.report.section = None
         self._finish_checksum(checksum)
         self._finish_embeddings()
         if self.claimed_provenance:
@@ -304,11 +390,23 @@ class _Importer:
         """content hash -> id of the team's chunks among `hashes`."""
         if not hashes:
             return {}
-        return dict(
-            Chunk.objects.filter(team=self.team, content_hash__in=list(hashes))
-            .order_by()
-            .values_list("content_hash", "pk")
-        )
+        table = connection.ops.quote_name(Chunk._meta.db_table)
+        if connection.vendor == "postgresql":  # one array parameter, no ORM compiling
+            where, params = "content_hash = ANY(%s)", [list(hashes)]
+        else:
+            where, params = f"content_hash IN ({', '.join(['%s'] * len(hashes))})", list(hashes)
+        held: dict[str, int] = {}
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT content_hash, id, standalone FROM {table} "  # noqa: S608
+                f"WHERE team_id = %s AND {where}",
+                [self.team.pk, *params],
+            )
+            for digest, pk, standalone in cursor.fetchall():
+                held[digest] = pk
+                if not standalone:
+                    self.not_standalone.add(digest)
+        return held
 
     def _embedding_for(self, record: ChunkRecord) -> tuple[bytes | None, str, int]:
         if record.embedding is None:
@@ -357,10 +455,12 @@ class _Importer:
                     f"like prompt-injection text ({hint}); stored as data and flagged"
                 )
         held = [digest for digest in by_hash if digest in existing]
-        if held:  # mirror-only chunks the bundle also carries now stand on their own
-            Chunk.objects.filter(team=self.team, content_hash__in=held, standalone=False).update(
+        mirrored = [existing[digest] for digest in held if digest in self.not_standalone]
+        if mirrored:  # mirror-only chunks the bundle also carries now stand on their own
+            Chunk.objects.filter(pk__in=mirrored, standalone=False).update(
                 standalone=True, updated_at=self.now
             )
+            self.not_standalone.difference_update(held)
         new_rows = []
         for digest, record in by_hash.items():
             if digest in existing:
@@ -801,59 +901,119 @@ def bundle_import(
 # -- files: streamed with ijson --------------------------------------------------------------
 
 
-def read_head(stream: IO[bytes]) -> dict[str, Any]:
-    """Every top-level value except the record arrays (replaced by [] placeholders)."""
-    head: dict[str, Any] = {}
-    depth = 0
-    key: str | None = None
-    builder: ijson.ObjectBuilder | None = None
-    skipping = False
-    for event, value in ijson.basic_parse(stream, use_float=True):
-        if depth == 0:
-            if event != "start_map":
-                raise BundleError("not-object", "a bundle must be a JSON object")
-            depth = 1
-            continue
-        if depth == 1:
-            if event == "end_map":
-                return head
-            if event == "map_key":
-                if value in head:
-                    raise BundleError("duplicate-key", f"top-level key {value!r} repeats", value)
-                key = value
-                continue
-            assert key is not None
-            if key in SECTIONS and event == "start_array":
-                head[key] = []
-                skipping, depth = True, 2
-                continue
+_ENVELOPE_KEYS = frozenset({"format", "version", "manifest"})
+_OPENS, _CLOSES = frozenset({"start_map", "start_array"}), frozenset({"end_map", "end_array"})
+
+
+class _HeadAfterSections(Exception):
+    """A record section came before format, version or manifest (our own exports put the
+    manifest last): the records cannot be read without it, so the head is read first."""
+
+
+def _top_level(stream: IO[bytes]) -> Iterator[tuple[str, bool, Any]]:
+    """One ijson (C backend) pass: per top-level key, (key, False, value) for a plain value or
+    (key, True, events) for a record section's array, whose events the caller turns into
+    records (C `items`) or leaves: they are skipped when it asks for the next key."""
+    events = ijson.parse(stream, use_float=True)
+    first = next(events, None)
+    if first is None or first[1] != "start_map":
+        raise BundleError("not-object", "a bundle must be a JSON object")
+    seen: set[str] = set()
+    for _, event, key in events:
+        if event == "end_map":
+            deque(events, maxlen=0)  # nothing may follow the document (yajl raises)
+            return
+        if key in seen:
+            raise BundleError("duplicate-key", f"top-level key {key!r} repeats", key)
+        seen.add(key)
+        _, event, value = next(events)
+        if event == "start_array" and key in SECTIONS:
+            section = takewhile(partial(ne, (key, "end_array", None)), events)
+            yield key, True, section
+            deque(section, maxlen=0)
+        elif event in _OPENS:
             builder = ijson.ObjectBuilder()
             builder.event(event, value)
-            if event in ("start_map", "start_array"):
-                depth = 2
-            else:
-                head[key] = builder.value
-            continue
-        if event in ("start_map", "start_array"):
-            depth += 1
-        elif event in ("end_map", "end_array"):
-            depth -= 1
-        if not skipping:
-            assert builder is not None and key is not None
-            builder.event(event, value)
-            if depth == 1:
-                head[key] = builder.value
-        elif depth == 1:
-            skipping = False
+            depth = 1
+            for _, event, value in events:
+                builder.event(event, value)
+                if event in _OPENS:
+                    depth += 1
+                elif event in _CLOSES:
+                    depth -= 1
+                    if depth == 0:
+                        break
+            yield key, False, builder.value
+        else:
+            yield key, False, value
     raise BundleError("malformed-json", "the bundle ends before its closing brace")
 
 
-def _file_reader(path: Path) -> SectionReader:
-    def read(section: str) -> Iterator[Any]:
-        with path.open("rb") as stream:
-            yield from ijson.items(stream, f"{section}.item", use_float=True)
+def read_head(stream: IO[bytes]) -> dict[str, Any]:
+    """Every top-level value except the record arrays (replaced by [] placeholders)."""
+    return {key: [] if is_array else value for key, is_array, value in _top_level(stream)}
 
-    return read
+
+def _records(key: str, events: Iterator[Any]) -> Iterator[Any]:
+    return ijson.items(events, f"{key}.item")
+
+
+def _stream_file(
+    path: Path,
+    *,
+    team: Team,
+    actor: Actor,
+    options: ImportOptions,
+    progress: Progress | None,
+    head: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The import's one pass over the file; `head` (read beforehand) when it comes last."""
+    importer: _Importer | None = None
+    read: dict[str, Any] = {}
+
+    def start(envelope_head: dict[str, Any]) -> _Importer:
+        return _Importer(
+            team=team,
+            envelope=protocol.validate_envelope(envelope_head),
+            options=options,
+            progress=progress,
+            actor=actor,
+        )
+
+    if head is not None:
+        importer = start(head)
+    try:
+        with path.open("rb") as stream:
+            for key, is_array, value in _top_level(stream):
+                read[key] = [] if is_array else value
+                if not is_array:
+                    continue
+                if importer is None:
+                    if not read.keys() >= _ENVELOPE_KEYS:
+                        raise _HeadAfterSections
+                    importer = start(read)
+                importer.stream_section(key, _records(key, value))
+        if importer is None:
+            importer = start(read)
+        envelope = protocol.validate_envelope(read)  # keys after the first section included
+        return importer.finish_stream(envelope, _head_of(read))
+    finally:
+        if importer is not None:
+            importer.close_spools()
+
+
+def _dump_line(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value) + b"\n"
+    except TypeError:  # integers past 64 bits
+        return json.dumps(value).encode("utf-8") + b"\n"
+
+
+def _load_line(line: bytes) -> Any:
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
 
 
 def _json_errors(exc: Exception) -> BundleError:
@@ -869,19 +1029,20 @@ def bundle_import_file(
     options: ImportOptions | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Import a bundle file without loading it whole: one head pass, one pass per section."""
+    """Import a bundle file without loading it whole: one pass when format, version and
+    manifest come before the record sections; else the head is read first (two passes)."""
+    options = options or ImportOptions()
     try:
-        with path.open("rb") as stream:
-            head = read_head(stream)
-        envelope = protocol.validate_envelope(head)
-        importer = _Importer(
-            team=team,
-            envelope=envelope,
-            options=options or ImportOptions(),
-            progress=progress,
-            actor=actor,
-        )
-        result = importer.run(_file_reader(path), _head_of(head))
+        try:  # raised before anything was written
+            result = _stream_file(
+                path, team=team, actor=actor, options=options, progress=progress, head=None
+            )
+        except _HeadAfterSections:
+            with path.open("rb") as stream:
+                head = read_head(stream)
+            result = _stream_file(
+                path, team=team, actor=actor, options=options, progress=progress, head=head
+            )
     except ijson.JSONError as exc:
         raise _json_errors(exc) from exc
     _audit_import(team=team, actor=actor, result=result, source="file", size=path.stat().st_size)
