@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,12 +27,22 @@ def named_lock(name: str, *, wait: float = 0.0, ttl: int = 900) -> Iterator[None
         import redis
 
         client = redis.Redis.from_url(settings.REDIS_URL)
-        lock = client.lock(f"memoryadmin:lock:{name}", timeout=ttl, blocking_timeout=wait or None)
+        # A short lease, renewed while the holder lives: a SIGKILLed holder frees the lock
+        # after one lease instead of after the whole ttl (15 minutes of "busy" before).
+        lease = max(1, min(ttl, settings.LOCK_LEASE_SECONDS))
+        lock = client.lock(f"memoryadmin:lock:{name}", timeout=lease, blocking_timeout=wait or None)
         if not lock.acquire(blocking=wait > 0):
             raise LockBusy(name)
+        done = threading.Event()
+        renewer = threading.Thread(
+            target=_renew, args=(lock, lease, time.monotonic() + ttl, done), daemon=True
+        )
+        renewer.start()
         try:
             yield
         finally:
+            done.set()
+            renewer.join(timeout=5)
             # expired while held: the ttl is the upper bound we chose
             with contextlib.suppress(redis.exceptions.LockError):
                 lock.release()
@@ -55,3 +66,14 @@ def named_lock(name: str, *, wait: float = 0.0, ttl: int = 900) -> Iterator[None
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _renew(lock, lease: int, until: float, done: threading.Event) -> None:  # type: ignore[no-untyped-def]
+    """Reset the lock's expiry every third of a lease, up to the holder's ttl."""
+    import redis
+
+    while not done.wait(lease / 3) and time.monotonic() < until:
+        try:
+            lock.reacquire()
+        except (redis.exceptions.LockError, redis.exceptions.RedisError):
+            return  # lost or unreachable: the holder's work is bounded by its own timeouts

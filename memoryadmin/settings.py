@@ -214,6 +214,7 @@ CELERY_BEAT_SCHEDULE = {
     "bundles-sweep-imports": {"task": "bundles.tasks.sweep_import_jobs", "schedule": 60.0},
 }
 LOCK_DIR = DATA_DIR / "locks"
+LOCK_LEASE_SECONDS = env_int("MEMORYADMIN_LOCK_LEASE_SECONDS", 30)  # Redis locks, renewed
 
 # Domain limits and behaviour.
 SOURCE_ALLOW_HTTP_LOOPBACK = env_bool("MEMORYADMIN_SOURCE_ALLOW_HTTP_LOOPBACK", False)
