@@ -53,7 +53,8 @@ class Credential:
 _TRANSIENT = re.compile(
     r"(?i)could not resolve host|connection (?:refused|reset|timed out)|timed out|"
     r"temporary failure|network is unreachable|the remote end hung up unexpectedly|"
-    r"returned error: 5\d\d|HTTP 5\d\d|early EOF|unable to connect|no route to host"
+    r"returned error: 5\d\d|HTTP 5\d\d|early EOF|unable to connect|no route to host|"
+    r"failed to connect|couldn't connect|could not connect"  # curl: a server that is down
 )
 LITERAL_PATHS = {"GIT_LITERAL_PATHSPECS": "1"}  # a file named `*.md` is that file, not a glob
 STAGE_BATCH = 500  # paths per `git add`: far below any command-line length limit

@@ -152,10 +152,13 @@ def repository_push_pending(*, repository_id: int, wait: float = 120.0) -> int:
                     raise
                 decision_finish(decision=decision, state=PushState.FAILED, detail=exc.message)
             done += 1
+        snapshot = None
         if done:
-            head = copy.reset_to_remote()
-            snapshot = read_snapshot(copy, head)
-    if done:
+            try:
+                snapshot = read_snapshot(copy, copy.reset_to_remote())
+            except GitError:  # never fetched (the remote failed at once): the next sync indexes
+                snapshot = None
+    if snapshot is not None:
         index_store(repository=repository, snapshot=snapshot)
     return done
 
