@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import random
 import shutil
@@ -715,6 +716,7 @@ def main(argv: list[str] | None = None) -> int:
     import django
 
     django.setup()
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
