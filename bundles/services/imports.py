@@ -1302,18 +1302,24 @@ def _job_requeue(*, job_id: int, cutoff: datetime, now: datetime) -> bool:
     )
     if job is None:
         return False
+    # Compare-and-set on what was read: SQLite has no row lock, and the job may have just
+    # been claimed or finished (its success commits with the import).
+    unchanged = ImportJob.objects.filter(
+        pk=job.pk, state=job.state, attempts=job.attempts, heartbeat_at__lt=cutoff
+    )
     if job.state == JobState.RUNNING and job.attempts >= MAX_ATTEMPTS:
         message = f"the worker stopped during each of {job.attempts} attempts"
-        job.state, job.error_code, job.error_message = JobState.FAILED, "worker-lost", message
-        job.finished_at = now
-        job.save(update_fields=["state", "error_code", "error_message", "finished_at"])
+        if not unchanged.update(
+            state=JobState.FAILED, error_code="worker-lost", error_message=message, finished_at=now
+        ):
+            return False
         import_failure_record(
             team=job.team, actor=Actor.system(), code="worker-lost", message=message, job_id=job.pk
         )
         return True
     was = job.state
-    job.state, job.heartbeat_at = JobState.QUEUED, now
-    job.save(update_fields=["state", "heartbeat_at"])
+    if not unchanged.update(state=JobState.QUEUED, heartbeat_at=now):
+        return False
     audit_record(
         actor=Actor.system(),
         action="bundle.import_requeued",
