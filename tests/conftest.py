@@ -18,6 +18,8 @@ from memoryadmin.models import Role, Team
 from memoryadmin.services import membership_set, team_create, token_create
 
 ROOT = Path(__file__).resolve().parent.parent
+# The node name of the session's shared worker while it runs (see celery_worker_process).
+SESSION_WORKER: dict[str, str] = {}
 
 
 @pytest.fixture
@@ -139,7 +141,9 @@ def celery_worker_process(
             if process.poll() is not None:
                 raise RuntimeError("worker exited early:\n" + log_path.read_text())
             replies = app.control.ping(timeout=1.0)
-            if any(f"test-{os.getpid()}@" in name for reply in replies for name in reply):
+            names = [name for reply in replies for name in reply if f"test-{os.getpid()}@" in name]
+            if names:
+                SESSION_WORKER["name"] = names[0]
                 break
             if time.monotonic() > deadline:
                 raise RuntimeError("worker did not answer ping:\n" + log_path.read_text())
@@ -147,6 +151,7 @@ def celery_worker_process(
         yield process
     finally:
         app.conf.task_always_eager = previous
+        SESSION_WORKER.pop("name", None)
         process.terminate()
         try:
             process.wait(timeout=20)
