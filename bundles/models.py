@@ -9,6 +9,27 @@ from django.utils import timezone
 from bundles import protocol
 from memoryadmin.models import ApiToken, Team
 
+# The chunk columns a bundle's ChunkRecord carries, in record order (export reads them,
+# import writes them).
+CHUNK_RECORD_COLUMNS = (
+    "content",
+    "content_hash",
+    "memory_type",
+    "embedding",
+    "embedding_model",
+    "embedding_dim",
+    "tags",
+    "zone",
+    "importance",
+    "is_pinned",
+    "decay_score",
+    "tier",
+    "created_at",
+    "accessed_at",
+    "valid_until",
+    "metadata",
+)
+
 
 class BrainSettings(models.Model):
     """The team's embedding model; empty until set or adopted from the first bundle with one."""

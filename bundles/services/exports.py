@@ -19,32 +19,23 @@ from django.utils import timezone
 
 from bundles import protocol
 from bundles.mirror import served_q
-from bundles.models import Agent, BrainSettings, Chunk, Entity, L2Session, MemoryEdge, MoodState
+from bundles.models import (
+    CHUNK_RECORD_COLUMNS,
+    Agent,
+    BrainSettings,
+    Chunk,
+    Entity,
+    L2Session,
+    MemoryEdge,
+    MoodState,
+)
 from bundles.protocol import SECTIONS
 from bundles.readlog import id_summary
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Team
 
 ITERATOR_CHUNK = 1000
-CHUNK_FIELDS = (
-    "id",
-    "content",
-    "content_hash",
-    "memory_type",
-    "embedding",
-    "embedding_model",
-    "embedding_dim",
-    "tags",
-    "zone",
-    "importance",
-    "is_pinned",
-    "decay_score",
-    "tier",
-    "created_at",
-    "accessed_at",
-    "valid_until",
-    "metadata",
-)
+CHUNK_FIELDS = ("id", *CHUNK_RECORD_COLUMNS)
 COLUMNS: dict[str, tuple[str, ...]] = {
     "agents": ("data",),
     "chunks": CHUNK_FIELDS,

@@ -28,6 +28,7 @@ from django.utils import timezone
 from bundles import protocol
 from bundles.mirror import PROVENANCE_KEY
 from bundles.models import (
+    CHUNK_RECORD_COLUMNS,
     Agent,
     BrainSettings,
     Chunk,
@@ -54,22 +55,7 @@ ANALYZE_EVERY = 20_000  # PostgreSQL: refresh planner stats of the chunk table t
 
 CHUNK_INSERT_COLUMNS = (
     "team_id",
-    "content",
-    "content_hash",
-    "memory_type",
-    "embedding",
-    "embedding_model",
-    "embedding_dim",
-    "tags",
-    "zone",
-    "importance",
-    "is_pinned",
-    "decay_score",
-    "tier",
-    "created_at",
-    "accessed_at",
-    "valid_until",
-    "metadata",
+    *CHUNK_RECORD_COLUMNS,
     "origin",
     "is_dna",
     "is_deleted",
