@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import resource
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -106,9 +105,7 @@ def test_it_rejects_each_hostile_record_and_keeps_serving_the_rest(good, case):
     source, root = good
     text, codes = HOSTILE_RECORDS[case]
     _with_bad_record(root, text)
-    started = time.monotonic()
     run = _refresh(source)
-    assert time.monotonic() - started < 20
     assert run.status == RunStatus.SUCCEEDED, (run.error_code, run.error)
     active = set(
         Record.objects.filter(source=source, active=True).values_list("record_id", flat=True)
@@ -225,11 +222,9 @@ def test_it_reads_a_10000_entry_manifest_and_refuses_one_over_the_limit(good, se
     ]
     document = {"openmemories": "0.1", "name": "big", "memories": entries}
     (root / "memories.json").write_text(json.dumps(document))
-    started = time.monotonic()
     run = _refresh(source)
-    elapsed = time.monotonic() - started
     assert run.status == RunStatus.SUCCEEDED, run.error
-    assert run.rejected_count == 9_999 and elapsed < 60
+    assert run.rejected_count == 9_999
     assert set(_rejections(source).values()) == {"not-found"}
 
     settings.SOURCE_MAX_ENTRIES = 5_000

@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -25,10 +24,9 @@ def broker_down():  # type: ignore[no-untyped-def]
         app.conf.broker_url = previous
 
 
+@pytest.mark.timeout(30)  # a health check that hangs is a failure
 def test_it_answers_503_naming_the_broker_when_it_is_unreachable(client, db, broker_down):
-    started = time.monotonic()
     response = client.get("/healthz")
-    elapsed = time.monotonic() - started
     assert response.status_code == 503
     assert response["Content-Type"] == "application/json"
     assert "no-cache" in response["Cache-Control"]
@@ -38,7 +36,6 @@ def test_it_answers_503_naming_the_broker_when_it_is_unreachable(client, db, bro
     assert body["checks"]["broker"] == {"ok": False, "error": "OperationalError"}
     assert body["checks"]["worker"] == {"ok": False, "error": "broker down"}
     assert REFUSED_BROKER not in response.content.decode()  # no connection details leak
-    assert elapsed < 10
 
 
 def test_it_answers_only_get(client, db):

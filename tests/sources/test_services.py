@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import time
 from datetime import timedelta
 
 import pytest
@@ -167,19 +165,15 @@ def test_it_skips_unchanged_files_and_leaves_an_unchanged_snapshot_alone(team, t
     assert third.parsed_count == 1 and third.changed
 
 
-def test_it_refreshes_unchanged_sources_much_faster_than_cold(team, tmp_path):
-    count = int(os.environ.get("SOURCES_PERF_RECORDS", "1500"))
+def test_it_skips_all_parsing_when_a_large_source_is_unchanged(team, tmp_path):
+    # How much faster that makes it is measured by `make bench`, not asserted here.
+    count = 1500
     write_source(tmp_path, {f"r{i}": record_text(f"r{i}") for i in range(count)})
     source = _add(team, tmp_path)
-    started = time.perf_counter()
     cold = _refresh(source)
-    cold_seconds = time.perf_counter() - started
-    started = time.perf_counter()
     warm = _refresh(source)
-    warm_seconds = time.perf_counter() - started
-    print(f"\n{count} records: cold {cold_seconds:.2f}s, unchanged {warm_seconds:.2f}s")
-    assert cold.record_count == count and warm.reused_count == count
-    assert warm_seconds * 3 < cold_seconds
+    assert cold.record_count == count and cold.parsed_count == count
+    assert warm.reused_count == count and warm.parsed_count == 0 and not warm.changed
 
 
 def test_it_marks_a_missing_directory_stale(team, tmp_path):
