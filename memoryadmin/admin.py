@@ -77,6 +77,14 @@ class ApiTokenAdmin(ReadOnlyAdmin):
     ]
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: str) -> str:
+    """Audit text is user-controlled: a leading quote stops spreadsheets running it as a formula."""
+    return "'" + value if value.startswith(FORMULA_STARTS) else value
+
+
 class _Echo:
     def write(self, value: str) -> str:
         return value
@@ -136,16 +144,19 @@ class AuditEventAdmin(ReadOnlyAdmin):
             for event in rows:
                 yield writer.writerow(
                     [
-                        event.created_at.isoformat(),
-                        event.team.slug if event.team else "",
-                        event.actor_label,
-                        event.action,
-                        event.target_type,
-                        event.target_id,
-                        event.summary,
-                        event.ip_address or "",
-                        event.request_id,
-                        json.dumps(event.data, sort_keys=True),
+                        _cell(value)
+                        for value in (
+                            event.created_at.isoformat(),
+                            event.team.slug if event.team else "",
+                            event.actor_label,
+                            event.action,
+                            event.target_type,
+                            event.target_id,
+                            event.summary,
+                            event.ip_address or "",
+                            event.request_id,
+                            json.dumps(event.data, sort_keys=True),
+                        )
                     ]
                 )
 

@@ -161,3 +161,14 @@ def test_it_sends_anonymous_export_requests_to_the_admin_login(client, events):
 def test_it_answers_400_to_an_export_with_bad_filters(superuser_client, events):
     response = superuser_client.get(f"{EXPORT}?created_at__year=not-a-year")
     assert response.status_code == 400
+
+
+def test_it_defuses_spreadsheet_formulas_in_the_export(superuser_client, team):
+    audit_record(
+        actor=Actor.system(), action="x.formula", team=team, summary='=HYPERLINK("http://x")'
+    )
+    response = superuser_client.get(
+        "/admin/memoryadmin/auditevent/export.csv?action__exact=x.formula"
+    )
+    rows = export_rows(response)
+    assert rows[1][6] == '\'=HYPERLINK("http://x")'
