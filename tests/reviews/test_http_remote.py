@@ -26,7 +26,7 @@ TOKEN = "s3cr3t-token-value-1234"
 def _handler(root: Path, expected: str) -> type[BaseHTTPRequestHandler]:
     class GitHandler(BaseHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
-            pass
+            return None  # keep test output quiet
 
         def _serve(self) -> None:
             if self.headers.get("Authorization") != expected:

@@ -540,7 +540,7 @@ def test_it_sends_import_finished_for_background_jobs_that_succeed_or_fail(
 
 
 class Abort(Exception):
-    pass
+    """Raised to roll a transaction back on purpose."""
 
 
 def test_it_sends_nothing_when_the_state_change_rolls_back(
