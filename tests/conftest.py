@@ -167,7 +167,24 @@ def celery_worker(celery_worker_process, transactional_db):  # type: ignore[no-u
 
     app.conf.task_always_eager = False
     yield celery_worker_process
+    # Let the worker finish what the test set going (a push re-indexes after the state the test
+    # waited for): flushing the tables under a running task deadlocks on PostgreSQL.
+    _wait_until_idle(SESSION_WORKER.get("name"))
     app.conf.task_always_eager = True
+
+
+def _wait_until_idle(name: str | None, timeout: float = 60.0) -> None:
+    from memoryadmin.celery import app
+
+    if not name:
+        return
+    deadline = time.monotonic() + timeout
+    quiet_checks = 0
+    while time.monotonic() < deadline and quiet_checks < 2:
+        inspect = app.control.inspect(destination=[name], timeout=1.0)
+        busy = (inspect.active() or {}).get(name, []) + (inspect.reserved() or {}).get(name, [])
+        quiet_checks = 0 if busy else quiet_checks + 1
+        time.sleep(0.2)
 
 
 def wait_for(predicate, *, timeout: float = 30.0, interval: float = 0.1):  # type: ignore[no-untyped-def]
