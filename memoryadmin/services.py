@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -9,7 +10,6 @@ from typing import TYPE_CHECKING
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
-from django.utils.text import slugify
 
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import ApiToken, Membership, Role, Scope, Team, token_hash
@@ -17,12 +17,13 @@ from memoryadmin.models import ApiToken, Membership, Role, Scope, Team, token_ha
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
 
+TEAM_SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 TOKEN_PREFIX = "ma_"  # noqa: S105 - a public marker, not a secret
 
 
 @transaction.atomic
 def team_create(*, actor: Actor, slug: str, name: str = "") -> Team:
-    if slugify(slug) != slug or not slug:
+    if not TEAM_SLUG.fullmatch(slug) or len(slug) > 64:
         raise ValidationError({"slug": "Use lowercase letters, digits and hyphens."})
     if Team.objects.filter(slug=slug).exists():
         raise ValidationError({"slug": f"A team '{slug}' already exists."})

@@ -128,3 +128,9 @@ def test_it_refuses_an_ambiguous_name(secret, make_token, team):
 def test_it_refuses_an_unknown_prefix(secret, arg):
     with pytest.raises(CommandError, match="No such token"):
         run("token_revoke", arg)
+
+
+@pytest.mark.parametrize("slug", ["a_b", "A", "a-", "a--b", "", "é"])
+def test_it_refuses_a_team_slug_that_is_not_lowercase_words_and_hyphens(db, slug):
+    with pytest.raises(CommandError, match="lowercase letters, digits and hyphens"):
+        call_command("team_create", slug)
