@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
@@ -22,7 +21,7 @@ from memoryadmin.forms import MemberAddForm, MemberRoleForm, TeamCreateForm, Tok
 from memoryadmin.health import health
 from memoryadmin.models import ApiToken, AuditEvent, Membership, Role, Team
 from memoryadmin.permissions import Action, teams_for
-from memoryadmin.web import team_view
+from memoryadmin.web import form_add_errors, team_view
 
 
 class RateLimitedLoginView(auth_views.LoginView):
@@ -50,7 +49,7 @@ def home(request: HttpRequest) -> HttpResponse:
             try:
                 team = _team_create_with_admin(request, form.cleaned_data)
             except ValidationError as exc:
-                _form_errors(form, exc)
+                form_add_errors(form, exc)
             else:
                 messages.success(request, f"Team “{team.name}” created; you are its admin.")
                 return redirect("team-home", team_slug=team.slug)
@@ -65,11 +64,6 @@ def _team_create_with_admin(request: HttpRequest, data: dict) -> Team:
     team = services.team_create(actor=actor, slug=data["slug"], name=data["name"])
     services.membership_set(actor=actor, team=team, user=request.user, role=Role.ADMIN)
     return team
-
-
-def _form_errors(form: forms.Form, exc: ValidationError) -> None:
-    for field, errors in exc.message_dict.items():
-        form.add_error(field if field in form.fields else None, errors)
 
 
 @team_view(Action.MANAGE)
@@ -88,7 +82,7 @@ def member_list(request: HttpRequest) -> HttpResponse:
                     role=form.cleaned_data["role"],
                 )
             except ValidationError as exc:
-                _form_errors(form, exc)
+                form_add_errors(form, exc)
             else:
                 messages.success(
                     request, f"{user.get_username()} is now {form.cleaned_data['role']}."
@@ -152,8 +146,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
                 expires_days=form.cleaned_data["expires_days"],
             )
         except ValidationError as exc:
-            for field, errors in exc.message_dict.items():
-                form.add_error(field if field in form.fields else None, errors)
+            form_add_errors(form, exc)
         else:
             messages.success(
                 request, f"Token “{token.name}” created. Copy it now: it is shown once."

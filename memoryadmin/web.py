@@ -6,8 +6,9 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django import forms
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 
@@ -37,3 +38,12 @@ def team_view(
         return wrapper
 
     return decorator
+
+
+def form_add_errors(form: forms.Form, exc: ValidationError) -> None:
+    """Show a service's ValidationError on the form: per field where it names one, else on top."""
+    if hasattr(exc, "error_dict"):
+        for field, errors in exc.message_dict.items():
+            form.add_error(field if field in form.fields else None, errors)
+    else:
+        form.add_error(None, exc.messages)

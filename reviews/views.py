@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 
 from memoryadmin.audit import Actor
 from memoryadmin.permissions import Action, user_can
-from memoryadmin.web import team_view
+from memoryadmin.web import form_add_errors, team_view
 from reviews import memoryrail, routing, selectors, services
 from reviews.forms import BatchForm, DecisionForm, RepositoryForm, ReviewSettingsForm, RoutingForm
 from reviews.models import Decision, Memory, Repository, SyncState
@@ -201,8 +201,7 @@ def repository_add(request: HttpRequest) -> HttpResponse:
                 actor=Actor.from_request(request), team=team, **form.cleaned_data
             )
         except ValidationError as exc:
-            for field, errors in exc.message_dict.items():
-                form.add_error(field if field in form.fields else None, errors)
+            form_add_errors(form, exc)
         else:
             messages.success(request, f"Added {repository.name}; the first sync is running.")
             return redirect("repository-detail", team_slug=team.slug, repository_pk=repository.pk)

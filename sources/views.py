@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 
 from memoryadmin.audit import Actor
 from memoryadmin.permissions import Action, user_can
-from memoryadmin.web import team_view
+from memoryadmin.web import form_add_errors, team_view
 from sources import selectors, services
 from sources.fetchers import Credential
 from sources.forms import SourceAddForm
@@ -53,8 +53,7 @@ def source_add(request: HttpRequest) -> HttpResponse:
                 refresh_interval=timedelta(minutes=data["refresh_minutes"]),
             )
         except ValidationError as exc:
-            for field, errors in exc.message_dict.items():
-                form.add_error(field if field in form.fields else None, errors)
+            form_add_errors(form, exc)
         else:
             messages.success(
                 request, "Source added. Check the preview below, then approve it to use it."

@@ -13,18 +13,10 @@ from django.views.decorators.http import require_POST
 
 from memoryadmin.audit import Actor
 from memoryadmin.permissions import Action
-from memoryadmin.web import team_view
+from memoryadmin.web import form_add_errors, team_view
 from webhooks import selectors, services
 from webhooks.forms import EndpointForm
 from webhooks.models import WebhookDelivery, WebhookEndpoint
-
-
-def _form_errors(form: EndpointForm, exc: ValidationError) -> None:
-    if hasattr(exc, "error_dict"):
-        for field, errors in exc.message_dict.items():
-            form.add_error(field if field in form.fields else None, errors)
-    else:
-        form.add_error(None, exc.messages)
 
 
 def _no_store(response: HttpResponse) -> HttpResponse:
@@ -53,7 +45,7 @@ def endpoint_list(request: HttpRequest) -> HttpResponse:
                 description=form.cleaned_data["description"],
             )
         except ValidationError as exc:
-            _form_errors(form, exc)
+            form_add_errors(form, exc)
         else:
             form = EndpointForm()
     context = {
@@ -95,7 +87,7 @@ def endpoint_detail(request: HttpRequest, endpoint_id: int) -> HttpResponse:
                 description=form.cleaned_data["description"],
             )
         except ValidationError as exc:
-            _form_errors(form, exc)
+            form_add_errors(form, exc)
         else:
             messages.success(request, "Endpoint saved.")
             return redirect("webhook-detail", team_slug=request.team.slug, endpoint_id=endpoint.pk)
