@@ -294,25 +294,13 @@ def import_baseline(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
     """COPY … FROM STDIN of the same rows into scratch tables shaped like the real ones."""
     from django.db import connection
 
+    from bundles.services.imports import EDGE_COLUMNS, ENTITY_COLUMNS
+
     columns = {
         "chunk": ("bundles_chunk", _chunk_baseline_columns()),
-        "edge": (
-            "bundles_memoryedge",
-            (
-                "team_id",
-                "source_id",
-                "target_id",
-                "edge_type",
-                "weight",
-                "co_activation_count",
-                "created_at",
-                "updated_at",
-            ),
-        ),
-        "entity": (
-            "bundles_entity",
-            ("team_id", "name", "frequency", "first_seen", "last_seen", "is_dna", "updated_at"),
-        ),
+        # The same columns the import writes, so the baseline copies the same data.
+        "edge": ("bundles_memoryedge", EDGE_COLUMNS),
+        "entity": ("bundles_entity", ENTITY_COLUMNS),
     }
     team = _team(args["team"])
     rows = _baseline_rows(Path(args["path"]), team.pk)
