@@ -9,23 +9,19 @@ import os
 import re
 import tempfile
 import threading
-from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import partial
-from itertools import takewhile
-from operator import ne
 from pathlib import Path
 from typing import IO, Any
 
-import ijson
 import orjson
 from django.core.cache import cache
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from bundles import protocol
+from bundles.bundlefile import BundleFile
 from bundles.mirror import PROVENANCE_KEY
 from bundles.models import (
     CHUNK_RECORD_COLUMNS,
@@ -884,11 +880,10 @@ def bundle_import(
     return result
 
 
-# -- files: streamed with ijson --------------------------------------------------------------
+# -- files: one streamed pass (bundles.bundlefile) -------------------------------------------
 
 
 _ENVELOPE_KEYS = frozenset({"format", "version", "manifest"})
-_OPENS, _CLOSES = frozenset({"start_map", "start_array"}), frozenset({"end_map", "end_array"})
 
 
 class _HeadAfterSections(Exception):
@@ -897,51 +892,12 @@ class _HeadAfterSections(Exception):
 
 
 def _top_level(stream: IO[bytes]) -> Iterator[tuple[str, bool, Any]]:
-    """One ijson (C backend) pass: per top-level key, (key, False, value) for a plain value or
-    (key, True, events) for a record section's array, whose events the caller turns into
-    records (C `items`) or leaves: they are skipped when it asks for the next key."""
-    events = ijson.parse(stream, use_float=True)
-    first = next(events, None)
-    if first is None or first[1] != "start_map":
-        raise BundleError("not-object", "a bundle must be a JSON object")
-    seen: set[str] = set()
-    for _, event, key in events:
-        if event == "end_map":
-            deque(events, maxlen=0)  # nothing may follow the document (yajl raises)
-            return
-        if key in seen:
-            raise BundleError("duplicate-key", f"top-level key {key!r} repeats", key)
-        seen.add(key)
-        _, event, value = next(events)
-        if event == "start_array" and key in SECTIONS:
-            section = takewhile(partial(ne, (key, "end_array", None)), events)
-            yield key, True, section
-            deque(section, maxlen=0)
-        elif event in _OPENS:
-            builder = ijson.ObjectBuilder()
-            builder.event(event, value)
-            depth = 1
-            for _, event, value in events:
-                builder.event(event, value)
-                if event in _OPENS:
-                    depth += 1
-                elif event in _CLOSES:
-                    depth -= 1
-                    if depth == 0:
-                        break
-            yield key, False, builder.value
-        else:
-            yield key, False, value
-    raise BundleError("malformed-json", "the bundle ends before its closing brace")
+    return BundleFile(stream, frozenset(SECTIONS)).items()
 
 
 def read_head(stream: IO[bytes]) -> dict[str, Any]:
     """Every top-level value except the record arrays (replaced by [] placeholders)."""
     return {key: [] if is_array else value for key, is_array, value in _top_level(stream)}
-
-
-def _records(key: str, events: Iterator[Any]) -> Iterator[Any]:
-    return ijson.items(events, f"{key}.item")
 
 
 def _stream_file(
@@ -978,7 +934,7 @@ def _stream_file(
                     if not read.keys() >= _ENVELOPE_KEYS:
                         raise _HeadAfterSections
                     importer = start(read)
-                importer.stream_section(key, _records(key, value))
+                importer.stream_section(key, value)
         if importer is None:
             importer = start(read)
         envelope = protocol.validate_envelope(read)  # keys after the first section included
@@ -1002,10 +958,6 @@ def _load_line(line: bytes) -> Any:
         return json.loads(line)
 
 
-def _json_errors(exc: Exception) -> BundleError:
-    return BundleError("malformed-json", f"not valid JSON: {str(exc).splitlines()[0][:200]}")
-
-
 @transaction.atomic
 def bundle_import_file(
     *,
@@ -1018,19 +970,16 @@ def bundle_import_file(
     """Import a bundle file without loading it whole: one pass when format, version and
     manifest come before the record sections; else the head is read first (two passes)."""
     options = options or ImportOptions()
-    try:
-        try:  # raised before anything was written
-            result = _stream_file(
-                path, team=team, actor=actor, options=options, progress=progress, head=None
-            )
-        except _HeadAfterSections:
-            with path.open("rb") as stream:
-                head = read_head(stream)
-            result = _stream_file(
-                path, team=team, actor=actor, options=options, progress=progress, head=head
-            )
-    except ijson.JSONError as exc:
-        raise _json_errors(exc) from exc
+    try:  # raised before anything was written
+        result = _stream_file(
+            path, team=team, actor=actor, options=options, progress=progress, head=None
+        )
+    except _HeadAfterSections:
+        with path.open("rb") as stream:
+            head = read_head(stream)
+        result = _stream_file(
+            path, team=team, actor=actor, options=options, progress=progress, head=head
+        )
     _audit_import(team=team, actor=actor, result=result, source="file", size=path.stat().st_size)
     return result
 
@@ -1231,9 +1180,6 @@ def import_job_run(*, job_id: int, reclaim: bool = False) -> ImportJob | None:
         keep_file = True  # the attempt that owns the job reads it
     except BundleError as exc:
         _job_failed(job, attempt, actor, exc.code, str(exc))
-    except ijson.JSONError as exc:
-        error = _json_errors(exc)
-        _job_failed(job, attempt, actor, error.code, str(error))
     except Exception as exc:  # stored and shown; the import itself rolled back
         logger.exception("import job %s failed", job.pk)
         _job_failed(job, attempt, actor, "internal-error", f"{type(exc).__name__}: {exc}")
