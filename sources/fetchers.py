@@ -5,6 +5,8 @@ No Django import at module level: the limits arrive as a `FetchPolicy` (see
 `policy_from_settings`). Errors are split in two: `SourceError` means the source as a whole
 failed (the refresh is stale or denied), `openmemories.Rejection` means one record was refused.
 Credentials are sent as headers only, never put in URLs, messages or logs.
+HTTPS requests connect to the address that passed the SSRF check (`webhooks.netguard`), never
+to the name again, and verify the certificate for the name.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from __future__ import annotations
 import base64
 import ipaddress
 import os
-import socket
 import ssl
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -25,6 +27,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from sources import openmemories as om
+from webhooks import netguard
 
 MANIFEST_NAME = "memories.json"
 MAX_REDIRECTS = 5
@@ -272,13 +275,6 @@ def ssl_context() -> ssl.SSLContext:
     return context
 
 
-def _address_allowed(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
-
-
 def _is_loopback_host(host: str) -> bool:
     if host.lower() in LOOPBACK_NAMES:
         return True
@@ -307,6 +303,7 @@ class HttpsFetcher:
         self.policy = policy
         self.base = httpx.URL(identity)
         self._authorization = (credential or Credential()).header()
+        self._resolved: dict[tuple[str, int], list[str]] = {}
         self._client = httpx.Client(
             verify=ssl_context(),
             timeout=httpx.Timeout(policy.timeout),
@@ -331,7 +328,9 @@ class HttpsFetcher:
             self.base.port,
         )
 
-    def _check_url(self, url: httpx.URL) -> None:
+    def _addresses(self, url: httpx.URL) -> list[str]:
+        """The checked addresses to connect to for `url`'s host: resolved once per fetcher (one
+        read of the source), so every request and redirect hop goes where the check passed."""
         loopback_http = False
         if url.scheme == "http":
             if not (self.policy.allow_http_loopback and _is_loopback_host(url.host)):
@@ -339,20 +338,46 @@ class HttpsFetcher:
             loopback_http = True
         elif url.scheme != "https":
             raise SourceError("insecure-url", f"the scheme {url.scheme!r} is not allowed")
-        if self.policy.allow_private_addresses or loopback_http:
-            return
+        host = url.raw_host.decode("ascii")
         port = url.port or (443 if url.scheme == "https" else 80)
-        try:
-            infos = socket.getaddrinfo(url.host, port, type=socket.SOCK_STREAM)
-        except socket.gaierror as exc:
-            raise SourceError("unreachable", f"cannot resolve {url.host}: {exc.strerror}") from exc
-        for info in infos:
-            address = str(info[4][0])
-            if not _address_allowed(address):
-                raise SourceError(
-                    "private-address",
-                    f"{url.host} resolves to the non-public address {address}; refused",
+        key = (host, port)
+        if key not in self._resolved:
+            try:
+                self._resolved[key] = netguard.addresses_resolve(
+                    host,
+                    port,
+                    allow_private=self.policy.allow_private_addresses or loopback_http,
                 )
+            except netguard.UrlRefused as exc:
+                code = "private-address" if exc.code == "address-not-public" else "unreachable"
+                raise SourceError(code, exc.message) from exc
+        return self._resolved[key]
+
+    @contextmanager
+    def _open(self, url: httpx.URL, headers: dict[str, str]) -> Iterator[httpx.Response]:
+        """A streamed GET of `url` sent to one of its checked addresses, in resolver order (the
+        next one only when connecting fails), with Host and TLS SNI set to the name so the
+        certificate is still verified for the name."""
+        addresses = self._addresses(url)
+        headers = {**headers, "Host": url.netloc.decode("ascii")}
+        extensions = {"sni_hostname": url.raw_host.decode("ascii")} if url.scheme == "https" else {}
+        for index, address in enumerate(addresses):
+            request = self._client.build_request(
+                "GET", url.copy_with(host=address), headers=headers, extensions=extensions
+            )
+            try:
+                response = self._client.send(request, stream=True)
+            except (httpx.ConnectError, httpx.ConnectTimeout):
+                if index + 1 < len(addresses):
+                    continue
+                raise
+            if index:  # the address that answered goes first for the rest of this read
+                addresses.insert(0, addresses.pop(index))
+            try:
+                yield response
+            finally:
+                response.close()
+            return
 
     def _get(self, url: httpx.URL, validator: Validator | None, limit: int) -> Fetched:
         headers: dict[str, str] = {}
@@ -364,9 +389,8 @@ class HttpsFetcher:
             if validator.last_modified:
                 headers["If-Modified-Since"] = validator.last_modified
         for _hop in range(MAX_REDIRECTS + 1):
-            self._check_url(url)
             try:
-                with self._client.stream("GET", url, headers=headers) as response:
+                with self._open(url, headers) as response:
                     status = response.status_code
                     if status in REDIRECT_STATUSES:
                         location = response.headers.get("location", "")

@@ -1,4 +1,5 @@
-"""Where a webhook may be sent (no Django import): URL shape rules and the SSRF address guard."""
+"""Where outbound HTTP may go (no Django import): webhook URL shape rules and the SSRF address
+guard shared by webhook deliveries and HTTPS sources (`sources.fetchers`)."""
 
 from __future__ import annotations
 
@@ -74,11 +75,11 @@ def _is_public(address: str) -> bool:
     return ip.is_global and not (ip.is_multicast or ip.is_unspecified or ip.is_reserved)
 
 
-def address_resolve(host: str, port: int, *, allow_private: bool) -> str:
-    """Resolve `host` and return the address to connect to; refuse non-public addresses.
+def addresses_resolve(host: str, port: int, *, allow_private: bool) -> list[str]:
+    """Resolve `host` and return every address to try, in resolver order; refuse non-public ones.
 
     Every resolved address must be public (a name that also resolves privately is refused),
-    and the caller connects to the returned address so a second lookup cannot rebind it.
+    and the caller connects only to the returned addresses so a second lookup cannot rebind it.
     """
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
@@ -93,6 +94,11 @@ def address_resolve(host: str, port: int, *, allow_private: bool) -> str:
             raise UrlRefused(
                 "address-not-public",
                 f"The host {host} resolves to a private, loopback, link-local or reserved "
-                f"address ({refused[0]}); deliveries there are refused.",
+                f"address ({refused[0]}); connections there are refused.",
             )
-    return addresses[0]
+    return addresses
+
+
+def address_resolve(host: str, port: int, *, allow_private: bool) -> str:
+    """The first address of `addresses_resolve`: connect to it, not to the name."""
+    return addresses_resolve(host, port, allow_private=allow_private)[0]

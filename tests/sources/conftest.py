@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import socket
 import ssl
 import threading
 import time
@@ -78,10 +79,10 @@ def test_ca() -> trustme.CA:
     return trustme.CA()
 
 
-@pytest.fixture
-def https_server(test_ca, tmp_path: Path, monkeypatch) -> Iterator[HttpsServer]:  # type: ignore[no-untyped-def]
-    """A threaded http.server behind TLS on 127.0.0.1, trusted through SSL_CERT_FILE."""
-    cert = test_ca.issue_cert("127.0.0.1", "localhost")
+@contextlib.contextmanager
+def tls_server(ca: trustme.CA, names: tuple[str, ...], ca_path: Path) -> Iterator[HttpsServer]:
+    """A threaded http.server behind TLS on 127.0.0.1 with a certificate for `names`."""
+    cert = ca.issue_cert(*names)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     cert.configure_cert(context)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
@@ -89,9 +90,7 @@ def https_server(test_ca, tmp_path: Path, monkeypatch) -> Iterator[HttpsServer]:
     httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
     app = HttpsServer(port=httpd.server_address[1])
     httpd.app = app  # type: ignore[attr-defined]
-    ca_path = tmp_path / "test-ca.pem"
-    test_ca.cert_pem.write_to_path(str(ca_path))
-    monkeypatch.setenv("SSL_CERT_FILE", str(ca_path))
+    ca.cert_pem.write_to_path(str(ca_path))
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
     thread.daemon = True
     thread.start()
@@ -101,6 +100,59 @@ def https_server(test_ca, tmp_path: Path, monkeypatch) -> Iterator[HttpsServer]:
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=5)
+
+
+@pytest.fixture
+def https_server(test_ca, tmp_path: Path, monkeypatch) -> Iterator[HttpsServer]:  # type: ignore[no-untyped-def]
+    """A TLS server for 127.0.0.1 and localhost, trusted through SSL_CERT_FILE."""
+    ca_path = tmp_path / "test-ca.pem"
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca_path))
+    with tls_server(test_ca, ("127.0.0.1", "localhost"), ca_path) as app:
+        yield app
+
+
+@pytest.fixture
+def named_https_server(test_ca, tmp_path: Path, monkeypatch) -> Iterator[HttpsServer]:  # type: ignore[no-untyped-def]
+    """A TLS server on 127.0.0.1 whose certificate names only `memories.test` (not the IP)."""
+    ca_path = tmp_path / "test-ca-named.pem"
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca_path))
+    with tls_server(test_ca, ("memories.test",), ca_path) as app:
+        yield app
+
+
+@dataclass
+class FakeDns:
+    """Answers for names no DNS server here knows: each lookup of a name takes the next
+    answer (the last one repeats). Every other host goes to the real resolver."""
+
+    answers: dict[str, list[list[str]]] = field(default_factory=dict)
+    lookups: list[str] = field(default_factory=list)
+
+    def add(self, name: str, *answers: list[str]) -> None:
+        self.answers[name.lower()] = list(answers)
+
+    def count(self, name: str) -> int:
+        return self.lookups.count(name.lower())
+
+
+@pytest.fixture
+def fake_dns(monkeypatch) -> FakeDns:  # type: ignore[no-untyped-def]
+    """Replaces `socket.getaddrinfo` (the resolver function only: the sockets are real), for
+    both the SSRF check and any lookup the HTTP client would make when it connects."""
+    dns = FakeDns()
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host, port, *args, **kwargs):  # type: ignore[no-untyped-def]
+        name = host.decode() if isinstance(host, bytes) else str(host)
+        queue = dns.answers.get(name.lower())
+        if queue is None:
+            return real(host, port, *args, **kwargs)
+        dns.lookups.append(name.lower())
+        answer = queue.pop(0) if len(queue) > 1 else queue[0]
+        return [info for address in answer for info in real(address, port, *args, **kwargs)]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return dns
 
 
 def slow(seconds: float, route: Route) -> Callable[[BaseHTTPRequestHandler], Route]:
