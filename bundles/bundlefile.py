@@ -103,8 +103,9 @@ class BundleFile:
                 self._fail(f"{exc} (character {self._offset + pos})")
             except RecursionError:
                 self._fail(f"nested too deeply (character {self._offset + pos})")
-            # a number that ends where the window ends may go on in the next block
-            if end == len(buf) and self._more(end - pos):
+            # a number near the window's end may go on in the next block ("1" of "1.5e-3")
+            if end > len(buf) - _CUT_SLACK and not self._eof:
+                self._more(end - pos)  # moves the window: decode again (at the end: as is)
                 continue
             self._pos = end
             return value

@@ -13,7 +13,7 @@ import json
 import math
 import re
 import struct
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -183,32 +183,36 @@ class StreamingChecksum:
         self._open_section: str | None = None
         self._first_record = True
         self._utf8 = hashlib.sha256()
-        self._ascii = hashlib.sha256()
-        self._ascii_differs = False
+        # The ASCII-escaped form is the UTF-8 form until the first non-ASCII value: it starts
+        # as a copy of the UTF-8 hash at that point, so all-ASCII bundles are hashed once.
+        self._ascii: Any = None
         self._write("{")
+
+    def _update(self, data: bytes) -> None:
+        """Bytes that are the same in both forms (ASCII)."""
+        self._utf8.update(data)
+        if self._ascii is not None:
+            self._ascii.update(data)
+
+    def _update_forms(self, data: bytes, ascii_data: Callable[[], bytes]) -> None:
+        """A canonical value in UTF-8 that is not ASCII, and how to get its escaped form."""
+        if self._ascii_form:
+            if self._ascii is None:
+                self._ascii = self._utf8.copy()
+            self._ascii.update(ascii_data())
+        self._utf8.update(data)
 
     def _write(self, text: str) -> None:
         """Structural text (brackets, commas): identical in both forms."""
-        data = text.encode("ascii")
-        self._utf8.update(data)
-        if self._ascii_form:
-            self._ascii.update(data)
+        self._update(text.encode("ascii"))
 
     def _write_value(self, value: Any) -> None:
         # orjson's canonical form (see encode_record); values parsed from JSON hold no NaN.
         data = encode_record(value)[1]
-        self._utf8.update(data)
-        if not self._ascii_form:
-            return
         if data.isascii():
-            self._ascii.update(data)
+            self._update(data)
         else:
-            self._ascii_differs = True
-            try:
-                text = canonical_json(value, ascii_escaped=True)
-            except (TypeError, ValueError, RecursionError) as exc:
-                raise BundleError("not-serialisable", f"value is not plain JSON: {exc}") from exc
-            self._ascii.update(text.encode("ascii"))
+            self._update_forms(data, lambda: _ascii_canonical(value))
 
     def _close_section(self) -> None:
         if self._open_section is not None:
@@ -243,9 +247,7 @@ class StreamingChecksum:
                 raise BundleError("section-order", f"{section} fed out of order")
             self._advance_to(index)
         if not self._first_record:
-            self._utf8.update(b",")
-            if self._ascii_form:
-                self._ascii.update(b",")
+            self._update(b",")
         self._first_record = False
 
     def feed(self, section: str, record: Any) -> None:
@@ -253,17 +255,25 @@ class StreamingChecksum:
         self._write_value(record)
 
     def feed_encoded(self, section: str, data: bytes) -> None:
-        """A record as `encode_record(record)[1]` gave it (what `feed` would hash), e.g.
-        spooled while the sections arrived in another order than the checksum's."""
+        """A record as `encode_record(record)[1]` gave it (what `feed` would hash)."""
         self._enter(section)
-        self._utf8.update(data)
-        if not self._ascii_form:
-            return
         if data.isascii():
-            self._ascii.update(data)
+            self._update(data)
         else:
-            self._ascii_differs = True
-            self._ascii.update(canonical_json(json.loads(data), ascii_escaped=True).encode("ascii"))
+            self._update_forms(data, lambda: _ascii_canonical(json.loads(data)))
+
+    def feed_encoded_lines(self, section: str, lines: bytes) -> None:
+        """Records as `feed_encoded` takes them, each followed by a newline (canonical JSON
+        holds none), e.g. spooled while the sections arrived in another order than the
+        checksum's: hashed a block at a time."""
+        if not lines:
+            return
+        if not lines.isascii():
+            for line in lines[:-1].split(b"\n"):
+                self.feed_encoded(section, line)
+            return
+        self._enter(section)
+        self._update(lines[:-1].replace(b"\n", b","))
 
     def feed_canonical(self, section: str, data: bytes) -> None:
         """A record already in canonical UTF-8 form (`canonical_json(record).encode()`).
@@ -280,7 +290,14 @@ class StreamingChecksum:
         self._close_section()
         self._write("}")
         utf8 = self._utf8.hexdigest()
-        return utf8, (self._ascii.hexdigest() if self._ascii_differs and self._ascii_form else utf8)
+        return utf8, (self._ascii.hexdigest() if self._ascii is not None else utf8)
+
+
+def _ascii_canonical(value: Any) -> bytes:
+    try:
+        return canonical_json(value, ascii_escaped=True).encode("ascii")
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise BundleError("not-serialisable", f"value is not plain JSON: {exc}") from exc
 
 
 # --- embeddings -----------------------------------------------------------------------------
@@ -851,9 +868,30 @@ _INJECTION_PATTERNS = [
 ]
 
 
+# Every pattern above needs one of these words (lower case): ASCII text without any of them
+# cannot match, and most content is dismissed by a few substring tests instead of 8 regexes.
+_INJECTION_WORDS = (
+    "ignore",
+    "disregard",
+    "forget",
+    "you are now",
+    "system",
+    "assistant",
+    "<|",
+    "inst]",
+    "<<sys>>",
+    "do anything now",
+    "new instruction",
+)
+
+
 def prompt_injection_hint(content: str) -> str | None:
     """A short reason when content looks like an attempt to steer an LLM, else None."""
     sample = content[:20_000]
+    if sample.isascii():  # Unicode case folding (e.g. 'ſ' ~ 's') is left to the regexes
+        lowered = sample.lower()
+        if not any(word in lowered for word in _INJECTION_WORDS):
+            return None
     for pattern in _INJECTION_PATTERNS:
         match = pattern.search(sample)
         if match:

@@ -178,3 +178,13 @@ def test_it_round_trips_any_json_bundle(head, records, block, indent):
         assert _read(data) == document
     finally:
         bundlefile.BLOCK_CHARS = original
+
+
+@pytest.mark.parametrize("block", range(1, 24))
+def test_it_reads_numbers_cut_at_any_block_boundary(block, monkeypatch):
+    data = b'{"version": 1, "chunks": [1.5e-3, 12, -0.25, 1E+2, 0], "n": -7.0}'
+    assert _read(data, block=block, monkeypatch=monkeypatch) == {
+        "version": 1,
+        "chunks": [0.0015, 12, -0.25, 100.0, 0],
+        "n": -7.0,
+    }

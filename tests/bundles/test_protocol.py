@@ -196,6 +196,28 @@ def test_it_flags_likely_prompt_injection():
     assert protocol.prompt_injection_hint("We ignore flaky tests on Fridays") is None
 
 
+def _hint_without_prefilter(content: str) -> str | None:
+    for pattern in protocol._INJECTION_PATTERNS:
+        match = pattern.search(content[:20_000])
+        if match:
+            return f"matches {match.group(0)[:60]!r}"
+    return None
+
+
+_INJECTION_PIECES = [
+    "Ignore", "all", "previous", "instructions", "you are now", "DAN", "reveal the", "system",
+    "prompt", "<|im_start|>", "[INST]", "<<SYS>>", "do anything now", "assistant:", "new",
+    "instruction:", "  ", "\n", "disregard", "FORGET", "rules", "x", "é",
+]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_INJECTION_PIECES) | st.text(max_size=6), max_size=12))
+def test_it_flags_the_same_text_with_and_without_its_word_prefilter(pieces):
+    content = " ".join(pieces)
+    assert protocol.prompt_injection_hint(content) == _hint_without_prefilter(content)
+
+
 def test_it_turns_malformed_json_into_its_own_error():
     for data in (b"{", b"[NaN]", b"\xff", b"[" * 100_000):
         with pytest.raises(BundleError):
