@@ -14,6 +14,7 @@ SCOPE_ACTIONS: dict[str, Action] = {
     Scope.BUNDLES_IMPORT: Action.MANAGE,
     Scope.CONTEXT_READ: Action.VIEW,
     Scope.SOURCES_READ: Action.VIEW,
+    Scope.SOURCES_MANAGE: Action.MANAGE,
     Scope.REVIEWS_READ: Action.VIEW,
     Scope.REVIEWS_WRITE: Action.REVIEW,
 }

@@ -50,6 +50,7 @@ class Scope(models.TextChoices):
     BUNDLES_IMPORT = "bundles:import", "Import bundles"
     CONTEXT_READ = "context:read", "Read agent context"
     SOURCES_READ = "sources:read", "Read sources"
+    SOURCES_MANAGE = "sources:manage", "Change sources' credentials and delete sources"
     REVIEWS_READ = "reviews:read", "Read reviews"
     REVIEWS_WRITE = "reviews:write", "Approve and reject proposals"
 

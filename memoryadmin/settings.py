@@ -261,6 +261,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "SourceKindEnum": "sources.models.SourceKind",
         "SourceStateEnum": "sources.models.SourceState",
+        "CredentialKindEnum": "sources.models.CredentialKind",
         "DecisionKindEnum": "reviews.models.DecisionKind",
         "PushStateEnum": "reviews.models.PushState",
         "RefreshRunStatusEnum": "sources.models.RunStatus",

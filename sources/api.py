@@ -1,9 +1,11 @@
-"""REST API: the team's sources and, for agents, the active context."""
+"""REST API: the team's sources (read, change the credential) and, for agents, the active
+context."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -12,7 +14,7 @@ from drf_spectacular.utils import (
     extend_schema_view,
     inline_serializer,
 )
-from rest_framework import generics, serializers
+from rest_framework import generics, serializers, status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -22,13 +24,18 @@ from memoryadmin.api import HasScope, request_team
 from memoryadmin.api_errors import AUTH_ERRORS, ApiError, error_responses
 from memoryadmin.audit import Actor
 from memoryadmin.models import Scope
-from sources import selectors
+from sources import selectors, services
+from sources.fetchers import Credential
+from sources.models import Source
 from sources.serializers import (
     ContextRecordSerializer,
     RefreshRunSerializer,
+    SourceCredentialInputSerializer,
+    SourceCredentialSerializer,
     SourceDetailSerializer,
     SourceSerializer,
     context_memory,
+    credential_status,
 )
 from sources.services import context_read_record
 
@@ -90,6 +97,80 @@ class SourceDetailView(generics.RetrieveAPIView):
 
     def get_object(self):  # type: ignore[no-untyped-def]
         return selectors.team_source(request_team(self.request), self.kwargs["pk"])
+
+
+CREDENTIAL_FIELDS = {"credential_kind": "kind"}
+
+
+class SourceCredentialView(APIView):
+    """PUT a new credential (replaces the stored one; kind `none` clears it), DELETE to clear.
+
+    The secret is never returned; the next refresh uses the new credential."""
+
+    permission_classes = [HasScope]
+    required_scopes = {"PUT": Scope.SOURCES_MANAGE, "DELETE": Scope.SOURCES_MANAGE}
+
+    @extend_schema(
+        summary="Replace or clear a source's credential",
+        description="`bearer` needs `token`; `basic` needs `username` (and usually "
+        "`password`); `none` clears the stored credential. Stored encrypted, never shown "
+        "back: the answer says only whether one is set, its kind and when it changed. The "
+        "next refresh uses it (a source denied by 401/403 recovers on its next successful "
+        "refresh); local directory sources take no credential (400 `credential-invalid`).",
+        request=SourceCredentialInputSerializer,
+        responses={
+            200: SourceCredentialSerializer,
+            **error_responses(400, *AUTH_ERRORS, 404),
+        },
+        examples=[
+            OpenApiExample(
+                "Bearer token",
+                value={"kind": "bearer", "token": "s3cret"},
+                request_only=True,
+            ),
+            OpenApiExample(
+                "Set",
+                value={"kind": "bearer", "set": True, "changed_at": "2026-01-05T09:00:00Z"},
+                response_only=True,
+                status_codes=[200],
+            ),
+        ],
+    )
+    def put(self, request: Request, pk: int) -> Response:
+        source = selectors.team_source(request_team(request), pk)
+        body = SourceCredentialInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        credential = Credential(
+            kind=data["kind"],
+            token=data.get("token", ""),
+            username=data.get("username", ""),
+            password=data.get("password", ""),
+        )
+        source = self._set(request, source, credential)
+        return Response(SourceCredentialSerializer(credential_status(source)).data)
+
+    @extend_schema(
+        summary="Clear a source's credential",
+        request=None,
+        responses={204: None, **error_responses(*AUTH_ERRORS, 404)},
+    )
+    def delete(self, request: Request, pk: int) -> Response:
+        source = selectors.team_source(request_team(request), pk)
+        self._set(request, source, None)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @staticmethod
+    def _set(request: Request, source: Source, credential: Credential | None) -> Source:
+        try:
+            return services.source_credential_set(
+                actor=Actor.from_request(request), source=source, credential=credential
+            )
+        except ValidationError as exc:
+            fields = exc.message_dict if hasattr(exc, "error_dict") else {}
+            details = {CREDENTIAL_FIELDS.get(name, name): errors for name, errors in fields.items()}
+            message = " ".join(exc.messages)
+            raise ApiError(400, "credential-invalid", message, details) from exc
 
 
 class SourceLatestRunView(APIView):

@@ -3,15 +3,12 @@ from __future__ import annotations
 from django import forms
 
 from sources.models import CredentialKind
+from sources.services import MAX_SECRET_CHARS, MAX_USERNAME_CHARS
 
 
-class SourceAddForm(forms.Form):
-    location = forms.CharField(
-        max_length=1000,
-        label="Directory path or HTTPS URL",
-        help_text="An absolute directory path on this server, or an https:// base URL. "
-        "Its memories.json manifest is read from there.",
-    )
+class CredentialFields(forms.Form):
+    """A bearer token or a user and password; the secret fields never render a value back."""
+
     credential_kind = forms.ChoiceField(
         choices=CredentialKind.choices,
         initial=CredentialKind.NONE,
@@ -19,12 +16,17 @@ class SourceAddForm(forms.Form):
         help_text="For HTTPS sources only. Stored encrypted and never shown again.",
     )
     token = forms.CharField(
-        required=False, widget=forms.PasswordInput(render_value=False), label="Bearer token"
+        required=False,
+        max_length=MAX_SECRET_CHARS,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        label="Bearer token",
     )
-    username = forms.CharField(required=False, max_length=200)
-    password = forms.CharField(required=False, widget=forms.PasswordInput(render_value=False))
-    refresh_minutes = forms.IntegerField(
-        min_value=1, max_value=10080, initial=60, label="Refresh every (minutes)"
+    username = forms.CharField(required=False, max_length=MAX_USERNAME_CHARS)
+    password = forms.CharField(
+        required=False,
+        strip=False,
+        max_length=MAX_SECRET_CHARS,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
     )
 
     def clean(self):  # type: ignore[no-untyped-def]
@@ -35,3 +37,26 @@ class SourceAddForm(forms.Form):
         if kind == CredentialKind.BASIC and not data.get("username"):
             self.add_error("username", "Enter the user name.")
         return data
+
+
+class SourceAddForm(CredentialFields):
+    location = forms.CharField(
+        max_length=1000,
+        label="Directory path or HTTPS URL",
+        help_text="An absolute directory path on this server, or an https:// base URL. "
+        "Its memories.json manifest is read from there.",
+    )
+    refresh_minutes = forms.IntegerField(
+        min_value=1, max_value=10080, initial=60, label="Refresh every (minutes)"
+    )
+    field_order = ["location", "credential_kind", "token", "username", "password"]
+
+
+class SourceCredentialForm(CredentialFields):
+    """Replace the credential (choose "None" to clear it)."""
+
+    credential_kind = forms.ChoiceField(
+        choices=CredentialKind.choices,
+        label="New credential",
+        help_text="Replaces the stored one at once; “None” clears it. Never shown again.",
+    )

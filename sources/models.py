@@ -58,6 +58,8 @@ class Source(models.Model):
     )
     # Fernet ciphertext (memoryadmin.crypto) of a JSON object; never shown back.
     credential_encrypted = models.TextField(blank=True, default="")
+    # When a credential was last given, replaced or cleared (null: never set).
+    credential_changed_at = models.DateTimeField(null=True, blank=True)
     health = models.CharField(max_length=8, choices=Health.choices, default=Health.NEVER)
     last_attempt_at = models.DateTimeField(null=True, blank=True)
     last_success_at = models.DateTimeField(null=True, blank=True)

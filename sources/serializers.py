@@ -5,7 +5,8 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from sources.models import Problem, Record, RefreshRun, Rejection, Source
+from sources.models import CredentialKind, Problem, Record, RefreshRun, Rejection, Source
+from sources.services import MAX_SECRET_CHARS, MAX_USERNAME_CHARS
 
 
 class SourceCountsSerializer(serializers.Serializer):
@@ -18,9 +19,46 @@ class SourceCountsSerializer(serializers.Serializer):
     problems = serializers.IntegerField()
 
 
+class SourceCredentialSerializer(serializers.Serializer):
+    """Whether a credential is stored, its kind and when it last changed; never the secret."""
+
+    kind = serializers.ChoiceField(choices=CredentialKind.choices)
+    set = serializers.BooleanField()
+    changed_at = serializers.DateTimeField(allow_null=True)
+
+
+def credential_status(source: Source) -> dict[str, Any]:
+    return {
+        "kind": source.credential_kind if source.has_credential else CredentialKind.NONE,
+        "set": source.has_credential,
+        "changed_at": source.credential_changed_at,
+    }
+
+
+class SourceCredentialInputSerializer(serializers.Serializer):
+    """A new credential: `bearer` with `token`, `basic` with `username` (and `password`), or
+    `none` to clear the stored one."""
+
+    kind = serializers.ChoiceField(choices=CredentialKind.choices)
+    token = serializers.CharField(
+        required=False, allow_blank=True, max_length=MAX_SECRET_CHARS, write_only=True
+    )
+    username = serializers.CharField(
+        required=False, allow_blank=True, max_length=MAX_USERNAME_CHARS, write_only=True
+    )
+    password = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        max_length=MAX_SECRET_CHARS,
+        write_only=True,
+    )
+
+
 class SourceSerializer(serializers.ModelSerializer):
     name = serializers.CharField(source="display_name")
     counts = serializers.SerializerMethodField()
+    credential = serializers.SerializerMethodField()
     retrieved_at = serializers.DateTimeField(
         source="current_snapshot.retrieved_at", default=None, allow_null=True, read_only=True
     )
@@ -43,7 +81,12 @@ class SourceSerializer(serializers.ModelSerializer):
             "last_error",
             "retrieved_at",
             "counts",
+            "credential",
         ]
+
+    @extend_schema_field(SourceCredentialSerializer)
+    def get_credential(self, source: Source) -> dict[str, Any]:
+        return SourceCredentialSerializer(credential_status(source)).data
 
     @extend_schema_field(SourceCountsSerializer)
     def get_counts(self, source: Source) -> dict[str, int]:

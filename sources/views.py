@@ -1,4 +1,5 @@
-"""HTML pages for sources: list, add (then preview), approve, disable, refresh, source page."""
+"""HTML pages for sources: list, add (then preview), approve, disable, refresh, change the
+credential, source page."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import form_add_errors, team_view
 from sources import selectors, services
 from sources.fetchers import Credential
-from sources.forms import SourceAddForm
-from sources.models import Health, RefreshRun, SourceState
+from sources.forms import SourceAddForm, SourceCredentialForm
+from sources.models import Health, RefreshRun, Source, SourceKind, SourceState
 
 PAGE_SIZE = 50
 
@@ -66,7 +67,16 @@ def source_add(request: HttpRequest) -> HttpResponse:
 
 @team_view(Action.VIEW)
 def source_detail(request: HttpRequest, source_id: int) -> HttpResponse:
-    source = selectors.team_source(request.team, source_id)
+    return _detail_page(request, selectors.team_source(request.team, source_id))
+
+
+def _detail_page(
+    request: HttpRequest,
+    source: Source,
+    *,
+    credential_form: SourceCredentialForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
     now = timezone.now()
     denied = source.health == Health.DENIED
     snapshot = source.current_snapshot
@@ -83,6 +93,9 @@ def source_detail(request: HttpRequest, source_id: int) -> HttpResponse:
         rejections = list(snapshot.rejections.all()[:500])
         problems = list(snapshot.problems.all())
     runs = list(source.runs.all()[:20])
+    can_manage = user_can(request.user, request.team, Action.MANAGE)
+    if credential_form is None and can_manage and source.kind == SourceKind.HTTPS:
+        credential_form = SourceCredentialForm(initial={"credential_kind": source.credential_kind})
     return render(
         request,
         "sources/source_detail.html",
@@ -96,9 +109,11 @@ def source_detail(request: HttpRequest, source_id: int) -> HttpResponse:
             "problems": problems,
             "runs": runs,
             "run": runs[0] if runs else None,
-            "can_manage": user_can(request.user, request.team, Action.MANAGE),
+            "can_manage": can_manage,
+            "credential_form": credential_form,
             "now": now,
         },
+        status=status,
     )
 
 
@@ -134,6 +149,45 @@ def source_refresh(request: HttpRequest, source_id: int) -> HttpResponse:
         else:
             messages.success(request, "Refresh queued.")
     return redirect("source-detail", team_slug=request.team.slug, source_id=source.pk)
+
+
+@require_POST
+@team_view(Action.MANAGE)
+def source_credential(request: HttpRequest, source_id: int) -> HttpResponse:
+    """Replace or clear the credential; errors are shown on the source page (400)."""
+    source = selectors.team_source(request.team, source_id)
+    form = SourceCredentialForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        credential = Credential(
+            kind=data["credential_kind"],
+            token=data["token"],
+            username=data["username"],
+            password=data["password"],
+        )
+        try:
+            source = services.source_credential_set(
+                actor=Actor.from_request(request), source=source, credential=credential
+            )
+        except ValidationError as exc:
+            form_add_errors(form, exc)
+        else:
+            messages.success(request, _credential_saved(source))
+            return redirect("source-detail", team_slug=request.team.slug, source_id=source.pk)
+    return _detail_page(request, source, credential_form=form, status=400)
+
+
+def _credential_saved(source: Source) -> str:
+    if not source.has_credential:
+        said = "Credential cleared: the next refresh sends none."
+    else:
+        kind = source.get_credential_kind_display()
+        said = f"Credential saved ({kind}): the next refresh uses it."
+    if source.state == SourceState.DISABLED:
+        return f"{said} The source is disabled: approve it again to refresh it."
+    if source.health == Health.DENIED:
+        return f"{said} Access was denied until now: use Refresh now to try it at once."
+    return f"{said} Use Refresh now to try it at once."
 
 
 @team_view(Action.VIEW)

@@ -73,6 +73,7 @@ PAGES = [
     Page("source-approve", MANAGE, get=None, post=302),
     Page("source-disable", MANAGE, get=None, post=302),
     Page("source-refresh", MANAGE, get=None, post=302),
+    Page("source-credential", MANAGE, get=None, post=302, data={"credential_kind": "none"}),
     Page("source-run-status", VIEW),
     Page("review-queue", VIEW, idor=False),
     Page("review-batch", REVIEW, get=None, post=302, data={"action": "reject"}, idor=False),
@@ -124,6 +125,8 @@ APIS = [
     Api("api-me", "GET", None),
     Api("api-source-list", "GET", Scope.SOURCES_READ),
     Api("api-source-detail", "GET", Scope.SOURCES_READ, pk="source"),
+    Api("api-source-credential", "PUT", Scope.SOURCES_MANAGE, body={"kind": "none"}, pk="source"),
+    Api("api-source-credential", "DELETE", Scope.SOURCES_MANAGE, ok=204, pk="source"),
     Api("api-source-latest-run", "GET", Scope.SOURCES_READ, pk="source"),
     Api("api-context", "GET", Scope.CONTEXT_READ),
     Api("api-repository-list", "GET", Scope.REVIEWS_READ),
@@ -157,6 +160,7 @@ SCOPE_LEVEL = {
     Scope.BUNDLES_IMPORT: MANAGE,
     Scope.CONTEXT_READ: VIEW,
     Scope.SOURCES_READ: VIEW,
+    Scope.SOURCES_MANAGE: MANAGE,
     Scope.REVIEWS_READ: VIEW,
     Scope.REVIEWS_WRITE: REVIEW,
 }
@@ -318,7 +322,7 @@ def _api_call(client: APIClient, api: Api, url: str, objects: Any, query: str = 
         upload = io.BytesIO(json.dumps(body).encode())
         upload.name = "bundle.json"
         return client.post(url, {"file": upload}, format="multipart")
-    return client.post(url, body, format="json")
+    return getattr(client, api.method.lower())(url, body, format="json")
 
 
 def _token_client(make_token, team, scopes: list[str]) -> APIClient:  # type: ignore[no-untyped-def]

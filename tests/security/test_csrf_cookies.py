@@ -37,7 +37,7 @@ def test_it_refuses_session_api_writes_without_a_csrf_token(world):
     client.force_login(world["users"]["admin"])
     failures = []
     for api in APIS:
-        if api.method != "POST":
+        if api.method == "GET":
             continue
         response = _api_call(client, api, _api_url(api, alpha), alpha, "?team=alpha")
         if response.status_code != 403:
