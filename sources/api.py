@@ -1,5 +1,5 @@
-"""REST API: the team's sources (read, change the credential) and, for agents, the active
-context."""
+"""REST API: the team's sources (read, change the credential, delete) and, for agents, the
+active context."""
 
 from __future__ import annotations
 
@@ -88,15 +88,26 @@ class SourceListView(generics.ListAPIView):
     get=extend_schema(
         summary="A source with its current rejections and problems",
         responses={200: SourceDetailSerializer, **error_responses(*AUTH_ERRORS, 404)},
-    )
+    ),
+    delete=extend_schema(
+        summary="Delete a source",
+        description="Removes the source with its snapshots, records and refresh runs, and "
+        "withdraws its records from the brain in the same transaction (chunks only it backed "
+        "stop being served). The audit log keeps a `source.delete` event with its URL or path. "
+        "A refresh still running for it ends without effect.",
+        responses={204: None, **error_responses(*AUTH_ERRORS, 404)},
+    ),
 )
-class SourceDetailView(generics.RetrieveAPIView):
+class SourceDetailView(generics.RetrieveDestroyAPIView):
     permission_classes = [HasScope]
-    required_scopes = {"GET": Scope.SOURCES_READ}
+    required_scopes = {"GET": Scope.SOURCES_READ, "DELETE": Scope.SOURCES_MANAGE}
     serializer_class = SourceDetailSerializer
 
     def get_object(self):  # type: ignore[no-untyped-def]
         return selectors.team_source(request_team(self.request), self.kwargs["pk"])
+
+    def perform_destroy(self, instance: Source) -> None:
+        services.source_delete(actor=Actor.from_request(self.request), source=instance)
 
 
 CREDENTIAL_FIELDS = {"credential_kind": "kind"}

@@ -32,6 +32,20 @@ def team_source(team: Team, source_id: int) -> Source:
     )
 
 
+def source_delete_preview(source: Source) -> dict[str, int]:
+    """What deleting the source removes, for its confirmation page."""
+    from bundles.models import ChunkOrigin
+
+    snapshot = source.current_snapshot
+    return {
+        "records": snapshot.record_count if snapshot is not None else 0,
+        "runs": source.runs.count(),
+        "chunks": ChunkOrigin.objects.filter(
+            team_id=source.team_id, group=f"source:{source.pk}", active=True
+        ).count(),
+    }
+
+
 def _not_expired(now: datetime) -> Q:
     return Q(expires__isnull=True) | Q(expires__gt=now)
 

@@ -1,5 +1,5 @@
-"""Every write to sources: add, approve, disable, change the credential, request a refresh,
-and the refresh itself."""
+"""Every write to sources: add, approve, disable, change the credential, delete, request a
+refresh, and the refresh itself."""
 
 from __future__ import annotations
 
@@ -245,6 +245,44 @@ def source_credential_set(
         data={"identity": source.identity, "from": previous, "to": source.credential_kind},
     )
     return source
+
+
+@transaction.atomic
+def source_delete(*, actor: Actor, source: Source) -> dict[str, int]:
+    """Remove the source with its snapshots, records, validators and refresh runs, and withdraw
+    its records from the brain in the same transaction. Returns what was removed, by kind.
+
+    The brain is reconciled as for a disabled source: chunks that only this source backed stop
+    being served (chunks themselves are never deleted by automatic processes). A refresh still
+    running for it finds the source gone and ends quietly (tasks.refresh_source)."""
+    source = Source.objects.select_for_update(of=("self",)).select_related("team").get(pk=source.pk)
+    team, pk = source.team, source.pk
+    data = {
+        "identity": source.identity,
+        "name": source.display_name,
+        "kind": source.kind,
+        "state": source.state,
+        "health": source.health,
+        "credential": source.credential_kind if source.credential_encrypted else "none",
+    }
+    counts = {
+        "snapshots": Snapshot.objects.filter(source_id=pk).count(),
+        "records": Record.objects.filter(source_id=pk).count(),
+        "runs": RefreshRun.objects.filter(source_id=pk).count(),
+    }
+    source.state = SourceState.DISABLED  # what the mirror withdraws; the row goes next
+    _mirror(source, actor)
+    source.delete()
+    audit_record(
+        actor=actor,
+        action="source.delete",
+        team=team,
+        target_type="sources.source",
+        target_id=pk,
+        summary=f"Deleted source {data['name'] or data['identity']} ({data['identity']})",
+        data={**data, "removed": counts},
+    )
+    return counts
 
 
 @transaction.atomic

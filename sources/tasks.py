@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 from datetime import timedelta
 
@@ -15,6 +16,7 @@ from sources import services
 from sources.models import RefreshRun, RunStatus, Source, SourceState
 
 LOCK_TTL = 900
+logger = logging.getLogger(__name__)
 
 
 @shared_task(bind=True, name="sources.tasks.refresh_source", max_retries=6, acks_late=True)
@@ -27,7 +29,9 @@ def refresh_source(self, source_id: int, run_id: int | None = None) -> str:  # t
     except (LockBusy, OperationalError) as exc:
         countdown = min(300, 5 * 2**self.request.retries) + random.uniform(0, 3)
         raise self.retry(exc=exc, countdown=countdown) from exc
-    except Source.DoesNotExist:
+    except (Source.DoesNotExist, RefreshRun.DoesNotExist):
+        # Deleted (sources.services.source_delete) before or during this run: nothing to do.
+        logger.info("source %s was deleted; refresh run %s ends", source_id, run_id)
         return "gone"
     return run.status
 

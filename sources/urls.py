@@ -12,5 +12,6 @@ urlpatterns = [
     path("<int:source_id>/disable/", views.source_disable, name="source-disable"),
     path("<int:source_id>/refresh/", views.source_refresh, name="source-refresh"),
     path("<int:source_id>/credential/", views.source_credential, name="source-credential"),
+    path("<int:source_id>/delete/", views.source_delete, name="source-delete"),
     path("<int:source_id>/runs/<int:run_id>/", views.run_status, name="source-run-status"),
 ]

@@ -1,5 +1,5 @@
 """HTML pages for sources: list, add (then preview), approve, disable, refresh, change the
-credential, source page."""
+credential, delete, source page."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from memoryadmin.audit import Actor
 from memoryadmin.permissions import Action, user_can
@@ -188,6 +188,27 @@ def _credential_saved(source: Source) -> str:
     if source.health == Health.DENIED:
         return f"{said} Access was denied until now: use Refresh now to try it at once."
     return f"{said} Use Refresh now to try it at once."
+
+
+@require_http_methods(["GET", "POST"])
+@team_view(Action.MANAGE)
+def source_delete(request: HttpRequest, source_id: int) -> HttpResponse:
+    """GET: what deleting removes, with a confirm button. POST: delete."""
+    source = selectors.team_source(request.team, source_id)
+    if request.method == "POST":
+        label = source.label
+        counts = services.source_delete(actor=Actor.from_request(request), source=source)
+        messages.success(
+            request,
+            f"Deleted {label}: {counts['records']} records and {counts['runs']} refresh runs "
+            "removed; its records are no longer served or in the brain.",
+        )
+        return redirect("source-list", team_slug=request.team.slug)
+    return render(
+        request,
+        "sources/source_delete.html",
+        {"source": source, "preview": selectors.source_delete_preview(source)},
+    )
 
 
 @team_view(Action.VIEW)
