@@ -888,7 +888,7 @@ _INJECTION_WORDS = (
 def prompt_injection_hint(content: str) -> str | None:
     """A short reason when content looks like an attempt to steer an LLM, else None."""
     sample = content[:20_000]
-    if sample.isascii():  # Unicode case folding (e.g. 'ſ' ~ 's') is left to the regexes
+    if sample.isascii():  # non-ASCII case folding (the long s matches 's') is the regexes' job
         lowered = sample.lower()
         if not any(word in lowered for word in _INJECTION_WORDS):
             return None
