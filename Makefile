@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install run test lint format bench migrate clean
+.PHONY: install run test lint format bench migrate redoc clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -38,6 +38,10 @@ test: install lint
 
 bench: install
 	$(BIN)/python -m bench $(BENCH_ARGS)
+
+# After upgrading drf-spectacular-sidecar: our copy of Redoc without its CDN-hosted logo.
+redoc: install
+	$(BIN)/python -m memoryadmin.redoc
 
 clean:
 	rm -rf $(VENV) var staticfiles

@@ -257,7 +257,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Sources, reviews and MemoryAI bundles for a team's agent memory.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    "REDOC_DIST": "SIDECAR",  # Redoc's JS from our static files, not a CDN
+    # Never a CDN; the docs template loads our patched copy of Redoc (memoryadmin/redoc.py).
+    "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
         "SourceKindEnum": "sources.models.SourceKind",
         "SourceStateEnum": "sources.models.SourceState",

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
+from django.contrib.staticfiles import finders
 from django.urls import reverse
+
+from memoryadmin import redoc
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -132,9 +137,45 @@ def test_it_serves_the_schema_and_an_offline_redoc_page(client):
     assert response.status_code == 200
     assert response.json()["info"]["title"] == "memoryadmin API"
     page = client.get(reverse("api-docs")).content.decode()
-    script = "/static/drf_spectacular_sidecar/redoc/bundles/redoc.standalone.js"
-    assert script in page
+    script = f"/static/{redoc.STATIC_PATH}"
+    assert f'src="{script}"' in page
     assert "cdn" not in page.lower()
     served = client.get(script)
     assert served.status_code == 200
-    assert b"".join(served.streaming_content if served.streaming else [served.content])
+    body = b"".join(served.streaming_content if served.streaming else [served.content])
+    assert body.startswith(b"/* Redoc from drf-spectacular-sidecar") and b"redocly logo" not in body
+    assert b"cdn.redoc.ly" not in body
+    assert redoc.SOURCE_MAP.search(body.decode()) is None  # we ship no map for it to name
+
+
+URL_ATTRIBUTE = re.compile(r"""\b(?:src|href|action|poster|data)\s*=\s*["']?([^"'\s>]+)""", re.I)
+
+
+def test_it_references_no_external_host_from_the_docs_page(client):
+    """Every URL the rendered page or its scripts load is our own: no CDN, no font service."""
+    page = client.get(reverse("api-docs")).content.decode()
+    urls = URL_ATTRIBUTE.findall(page) + re.findall(r"url\(([^)]*)\)", page)
+    urls += re.findall(r'Redoc\.init\("([^"]*)"', page)
+    assert urls, page
+    for url in urls:
+        parts = urlsplit(url.strip("'\""))
+        assert not parts.scheme and not parts.netloc, url  # relative: this host only
+    assert "preconnect" not in page and "@import" not in page
+    scripts = [url for url in URL_ATTRIBUTE.findall(page) if url.endswith(".js")]
+    assert scripts == [f"/static/{redoc.STATIC_PATH}"]
+    bundle = Path(finders.find(redoc.STATIC_PATH)).read_text(encoding="utf-8")
+    assert redoc.REMOTE_LOAD.search(bundle) is None
+
+
+def test_it_vendors_the_installed_redoc_without_its_cdn_logo(tmp_path):
+    """`make redoc` output: the sidecar's bundle with only the logo element and source map gone."""
+    source = (redoc.SIDECAR_DIR / "bundles" / redoc.BUNDLE).read_text(encoding="utf-8")
+    assert redoc.REMOTE_LOAD.search(source)  # the upstream bundle does load from the CDN
+    target = redoc.vendor(tmp_path)
+    patched = target.read_text(encoding="utf-8")
+    assert redoc.REMOTE_LOAD.search(patched) is None
+    assert "redocly logo" not in patched and redoc.SOURCE_MAP.search(patched) is None
+    assert len(source) - len(patched) < 300  # nothing else was cut
+    assert (tmp_path / f"{redoc.BUNDLE}.LICENSE.txt").is_file()
+    with pytest.raises(redoc.RedocPatchError):
+        redoc.bundle_without_cdn("no logo here", sidecar_version="x")
