@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Exists, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, IntegerField, OuterRef, Prefetch, Q, QuerySet
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
 
 from bundles.mirror import active_origins, served_chunks
 from bundles.models import (
@@ -20,6 +22,7 @@ from bundles.models import (
 )
 from bundles.readlog import id_in_summary
 from memoryadmin.models import AuditEvent, Team
+from sources.models import Source
 
 BUNDLE_ACTIONS = (
     "bundle.import",
@@ -101,12 +104,22 @@ def chunk_page(team: Team, page_number: str | int | None, per_page: int = 25) ->
             "standalone",
         )
         .annotate(has_active_origin=Exists(active_origins()))
-        .prefetch_related(
-            Prefetch("origins", queryset=ChunkOrigin.objects.order_by("-active", "ref"))
-        )
+        .prefetch_related(Prefetch("origins", queryset=_origins_for_page()))
         .order_by("-id")
     )
     return Paginator(chunks, per_page).get_page(page_number)
+
+
+def _origins_for_page() -> QuerySet[ChunkOrigin]:
+    """Origins with `source_exists`: a deleted source's origin keeps only its recorded name.
+
+    A subquery in the one prefetch query, so the page's query count stays flat."""
+    return ChunkOrigin.objects.annotate(
+        source_pk=Cast(KT("metadata__source_id"), IntegerField()),
+        source_exists=Exists(
+            Source.objects.filter(pk=OuterRef("source_pk"), team_id=OuterRef("team_id"))
+        ),
+    ).order_by("-active", "ref")
 
 
 def chunk_readers(team: Team, chunk_id: int, limit: int = 50) -> list[AuditEvent]:

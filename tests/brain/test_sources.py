@@ -195,3 +195,30 @@ def test_it_never_lets_an_import_claim_provenance(team, token_client):
     metadata = exported(token_client(team, ["bundles:export"]))["x"]["metadata"]
     assert "memoryadmin" not in metadata
     assert metadata["memoryadmin_claimed"] == forged["memoryadmin"]
+
+
+def test_it_names_a_deleted_source_on_the_brain_page_without_a_dead_link(
+    team, tmp_path, client, admin_user
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    kept = _approved(team, tmp_path / "kept", {"k": record_text("k", title="Kept record")})
+    gone = _approved(team, tmp_path / "gone", {"g": record_text("g", title="Gone record")})
+    gone_name = ChunkOrigin.objects.get(ref=f"source:{gone.pk}:g").metadata["source_name"]
+    client.force_login(admin_user)
+    url = f"/t/{team.slug}/brain/"
+    client.get(url)  # warm the session and role caches
+    with CaptureQueriesContext(connection) as before:
+        page = client.get(url).content.decode()
+    assert f'/t/{team.slug}/sources/{gone.pk}/">{gone_name}</a>' in page
+
+    services.source_delete(actor=Actor.system(), source=gone)
+    with CaptureQueriesContext(connection) as after:
+        response = client.get(url)
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert f"/sources/{gone.pk}/" not in page  # that page is a 404 now
+    assert f'{gone_name} <span class="muted">(deleted)</span>, record <code>g</code>' in page
+    assert f'/t/{team.slug}/sources/{kept.pk}/">' in page  # a living source keeps its link
+    assert len(after) == len(before)  # known from the one origins prefetch, not per row
