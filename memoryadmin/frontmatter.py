@@ -109,10 +109,17 @@ def split(text: str) -> tuple[str, str, int]:
     )
 
 
-def _check_events(yaml: YAML, source: str) -> None:
-    """Refuse aliases, anchors, foreign tags and deep nesting before anything is built."""
+def _check_events(yaml: YAML) -> None:
+    """Refuse aliases, anchors, foreign tags and deep nesting as the composer reads each event,
+    before it builds anything from it: one parsing pass (checking the events in a pass of their
+    own before composing parsed every document twice)."""
+    parser = yaml.parser
+    read = parser.get_event
     depth = 0
-    for event in yaml.parse(source):
+
+    def get_event() -> Any:
+        nonlocal depth
+        event = read()
         line = event.start_mark.line + 2
         if isinstance(event, AliasEvent):
             raise FrontMatterError("yaml-alias", f"alias '*{event.anchor}' is not allowed", line)
@@ -131,6 +138,9 @@ def _check_events(yaml: YAML, source: str) -> None:
                 raise FrontMatterError("yaml-too-deep", f"nesting deeper than {MAX_DEPTH}", line)
         elif isinstance(event, CollectionEndEvent):
             depth -= 1
+        return event
+
+    parser.get_event = get_event  # the composer takes every event through get_event
 
 
 class _Builder:
@@ -228,7 +238,7 @@ def parse_yaml_mapping(source: str) -> tuple[dict[str, Any], dict[str, int]]:
         raise FrontMatterError("yaml-syntax", "write U+0085 (NEL) as the escape \\x85", line)
     yaml = YAML(typ="safe", pure=True)
     try:
-        _check_events(yaml, source)
+        _check_events(yaml)
         node = yaml.compose(source)
     except FrontMatterError:
         raise
