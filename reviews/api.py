@@ -1,4 +1,5 @@
-"""REST API for reviews: repositories, proposals (by pk, id or ref), approve, reject, batch.
+"""REST API for reviews: repositories, proposals (by pk, id or ref), approve, reject, batch,
+decisions and the retry of a failed push.
 
 Decisions made with a token record the token as the actor; their commits are authored by the
 token's creator when there is one, else by the configured bot identity (REVIEW_BOT_IDENTITY).
@@ -313,6 +314,52 @@ class DecisionDetail(generics.RetrieveAPIView):
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         return Decision.objects.filter(team=request_team(self.request)).prefetch_related("items")
+
+
+class DecisionRetry(APIView):
+    permission_classes = [HasScope]
+    required_scopes = WRITE
+
+    @extend_schema(
+        summary="Retry the push of a failed decision",
+        description="Queues the push of a decision in state `failed` again (same commit "
+        "message and author; it is re-applied on the remote's current head and never forced). "
+        "Answers 202 with the decision, now `pending`; poll it for the outcome. 409 "
+        "`decision-not-retryable` when the decision is pending, pushed or in `conflict` (a "
+        "conflicting proposal changed upstream and needs a new review), `proposal-not-open` "
+        "when a proposal of the decision changed, went or was decided again since, "
+        "`push-disabled` when the repository does not push.",
+        request=None,
+        responses={
+            202: DecisionSerializer,
+            **error_responses(*AUTH_ERRORS, 404, 409),
+        },
+        examples=[
+            OpenApiExample(
+                "Queued again",
+                value=DECISION_EXAMPLE | {"state_detail": "retry requested by user:rita"},
+                response_only=True,
+                status_codes=[202],
+            )
+        ],
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        team = request_team(request)
+        decision = Decision.objects.filter(team=team, pk=pk).first()
+        if decision is None:
+            raise ApiError(404, "not-found", f"No decision {pk} in this team.")
+        try:
+            decision = services.decision_push_retry(
+                actor=Actor.from_request(request), decision=decision
+            )
+        except PermissionDenied as exc:
+            raise ApiError(403, "forbidden", str(exc)) from exc
+        except services.DecisionNotRetryable as exc:
+            raise ApiError(409, exc.code or "decision-not-retryable", exc.messages[0]) from exc
+        except ValidationError as exc:
+            raise _decide_error(exc) from exc
+        decision = Decision.objects.prefetch_related("items").get(pk=decision.pk)
+        return Response(DecisionSerializer(decision).data, status=status.HTTP_202_ACCEPTED)
 
 
 @extend_schema_view(

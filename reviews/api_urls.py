@@ -26,4 +26,9 @@ urlpatterns = [
     path("reviews/batch/", api.Batch.as_view(), name="api-review-batch"),
     path("reviews/decisions/", api.DecisionList.as_view(), name="api-decision-list"),
     path("reviews/decisions/<int:pk>/", api.DecisionDetail.as_view(), name="api-decision-detail"),
+    path(
+        "reviews/decisions/<int:pk>/retry/",
+        api.DecisionRetry.as_view(),
+        name="api-decision-retry",
+    ),
 ]

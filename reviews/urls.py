@@ -9,6 +9,7 @@ urlpatterns = [
     path("batch/", views.review_batch, name="review-batch"),
     path("history/", views.review_history, name="review-history"),
     path("settings/", views.review_settings_edit, name="review-settings"),
+    path("decisions/<int:decision_pk>/retry/", views.decision_retry, name="decision-retry"),
     path("p/<int:memory_pk>/", views.proposal_detail, name="proposal-detail"),
     path("p/<int:memory_pk>/decisions/", views.proposal_decisions, name="proposal-decisions"),
     path(

@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
@@ -74,7 +75,7 @@ def proposal_detail(request: HttpRequest, memory_pk: int) -> HttpResponse:
         "superseded": superseded,
         "superseded_html": mark_safe(render_markdown(superseded.body)) if superseded else "",  # noqa: S308
         "front_matter": [(k, memoryrail.encode_value(v)) for k, v in memory.front_matter.items()],
-        "decisions": _proposal_decisions(memory),
+        **_proposal_decisions(memory),
         "can_review": user_can(request.user, team, Action.REVIEW),
         "approvals_needed": selectors.approvals_needed(
             memory.type, two_approvals=selectors.requires_two_approvals(team)
@@ -84,19 +85,47 @@ def proposal_detail(request: HttpRequest, memory_pk: int) -> HttpResponse:
     return render(request, "reviews/proposal.html", context)
 
 
-def _proposal_decisions(memory: Memory) -> list[Decision]:
-    return list(Decision.objects.filter(items__memory=memory).order_by("-id")[:10])
+def _proposal_decisions(memory: Memory) -> dict[str, object]:
+    """The proposal's last decisions, and whether one is still pushing (the section polls)."""
+    decisions = list(Decision.objects.filter(items__memory=memory).order_by("-id")[:10])
+    return {"decisions": decisions, "pushing": any(d.state == "pending" for d in decisions)}
 
 
 @team_view(Action.VIEW)
 def proposal_decisions(request: HttpRequest, memory_pk: int) -> HttpResponse:
     """The proposal's decisions and their push state: polled while one is pending."""
-    memory = get_object_or_404(Memory, pk=memory_pk, team=request.team)  # type: ignore[attr-defined]
+    team = request.team  # type: ignore[attr-defined]
+    memory = get_object_or_404(Memory, pk=memory_pk, team=team)
     return render(
         request,
         "reviews/_proposal_decisions.html",
-        {"memory": memory, "decisions": _proposal_decisions(memory)},
+        {
+            "memory": memory,
+            **_proposal_decisions(memory),
+            "can_review": user_can(request.user, team, Action.REVIEW),
+        },
     )
+
+
+@require_POST
+@team_view(Action.REVIEW)
+def decision_retry(request: HttpRequest, decision_pk: int) -> HttpResponse:
+    """Queue a failed decision's push again; back to the page the button was on."""
+    team = request.team  # type: ignore[attr-defined]
+    decision = get_object_or_404(Decision, pk=decision_pk, team=team)
+    try:
+        services.decision_push_retry(actor=Actor.from_request(request), decision=decision)
+    except ValidationError as exc:
+        _errors(request, exc)
+    else:
+        messages.success(request, f"Pushing decision #{decision.pk} again.")
+    back = request.POST.get("next", "")
+    safe = url_has_allowed_host_and_scheme(
+        back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    if safe and back.startswith(f"/t/{team.slug}/reviews/"):
+        return redirect(back)
+    return redirect("review-history", team_slug=team.slug)
 
 
 @require_POST
@@ -175,7 +204,8 @@ def review_history(request: HttpRequest) -> HttpResponse:
     page = Paginator(selectors.decision_history(team), PAGE_SIZE).get_page(request.GET.get("page"))
     polling = any(d.state == "pending" for d in page)
     template = "reviews/_history_rows.html" if request.htmx else "reviews/history.html"  # type: ignore[attr-defined]
-    return render(request, template, {"page": page, "polling": polling})
+    can_review = user_can(request.user, team, Action.REVIEW)
+    return render(request, template, {"page": page, "polling": polling, "can_review": can_review})
 
 
 @team_view(Action.VIEW)

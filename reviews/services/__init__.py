@@ -13,7 +13,12 @@ from reviews.services.decisions import (
     proposals_decide,
     proposals_review,
 )
-from reviews.services.push import decisions_fail_pending, repository_push_pending
+from reviews.services.push import (
+    DecisionNotRetryable,
+    decision_push_retry,
+    decisions_fail_pending,
+    repository_push_pending,
+)
 from reviews.services.repositories import (
     repository_create,
     repository_sync,
@@ -24,10 +29,12 @@ from reviews.services.repositories import (
 
 __all__ = [
     "AlreadyApproved",
+    "DecisionNotRetryable",
     "ProposalNotOpen",
     "ReviewOutcome",
     "SecretOverrideRequired",
     "commit_identity",
+    "decision_push_retry",
     "decisions_fail_pending",
     "proposal_approve",
     "proposal_reject",

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
 from memoryadmin.audit import Actor, audit_record
 from reviews import memoryrail
 from reviews.git import GitError, PushRejected, WorkingCopy
-from reviews.models import Decision, DecisionKind, PushState, Repository
-from reviews.services.decisions import bot_identity
+from reviews.models import (
+    Decision,
+    DecisionItem,
+    DecisionKind,
+    Memory,
+    MemoryStatus,
+    PushState,
+    Repository,
+)
+from reviews.services.decisions import ProposalNotOpen, _check_actor, _queue_push, bot_identity
 from reviews.services.repositories import index_store, read_snapshot, working_copy
 from webhooks import events as webhook_events
 from webhooks.services import event_emit
@@ -20,6 +29,10 @@ TRAILER = "Memoryadmin-Decision"
 
 class Conflict(Exception):
     """The proposal changed or vanished upstream: nothing is overwritten."""
+
+
+class DecisionNotRetryable(ValidationError):
+    """A retry cannot help this decision; `code` says why (the API's 409 error code)."""
 
 
 def commit_message(decision: Decision) -> str:
@@ -47,13 +60,21 @@ def commit_message(decision: Decision) -> str:
 def apply_decision(copy: WorkingCopy, decision: Decision, *, now: str) -> None:
     """Change the working copy as the decision says; raise Conflict if upstream moved the file."""
     blobs = copy.blob_shas(memoryrail.MEMORIES_DIR)
-    for item in decision.items.all():
+    items = decision.items.select_related("memory").only(
+        "path", "ref", "blob_sha", "memory__blob_sha", "memory__front_matter"
+    )
+    for item in items:
         current = blobs.get(item.path)
         if current is None:
             raise Conflict(f"{item.ref} was removed upstream after it was reviewed")
         if current != item.blob_sha:
             raise Conflict(f"{item.ref} was changed upstream after it was reviewed")
-        memory, _ = memoryrail.parse_memory((copy.path / item.path).read_bytes(), path=item.path)
+        # The index read these very bytes strictly: its front matter lets a file our writer
+        # wrote be read back without a second YAML parse (memoryrail.read_written).
+        indexed = item.memory
+        known = indexed.front_matter if indexed and indexed.blob_sha == current else None
+        data = (copy.path / item.path).read_bytes()
+        memory, _ = memoryrail.parse_memory(data, path=item.path, known_meta=known)
         if memory is None or memory.status != "proposed":
             raise Conflict(f"{item.ref} is no longer a readable proposal")
         if decision.kind == DecisionKind.REJECT:
@@ -224,3 +245,100 @@ def decisions_fail_pending(*, repository_id: int, detail: str) -> int:
         decision_finish(decision=decision, state=PushState.FAILED, detail=detail)
         count += 1
     return count
+
+
+@transaction.atomic
+def decision_push_retry(*, actor: Actor, decision: Decision) -> Decision:
+    """Queue the push of a failed decision again: same decision, commit message and author.
+
+    Only `failed` is retryable. A `conflict` is not: the decision is bound to the blob the
+    reviewer saw and upstream no longer has it, so a retry would conflict again (or write a
+    decision about content nobody reviewed); that proposal needs a new review. The push task
+    re-applies on whatever the remote holds by then and never forces; a commit that landed
+    before the failure was recorded is found by its trailer instead of being made twice.
+    """
+    decision = (
+        Decision.objects.select_for_update(of=("self",))
+        .select_related("team", "repository")
+        .get(pk=decision.pk)
+    )
+    _check_actor(actor, decision.team)
+    if decision.state != PushState.FAILED:
+        raise DecisionNotRetryable(_not_retryable_reason(decision), code="decision-not-retryable")
+    repository = decision.repository
+    if not repository.push_enabled:
+        raise DecisionNotRetryable(
+            f"Pushing is disabled for {repository.name}; nothing would push decision"
+            f" #{decision.pk}.",
+            code="push-disabled",
+        )
+    items = list(decision.items.all())
+    _check_still_waiting(decision, items)
+    previous = decision.state_detail
+    decision.state = PushState.PENDING
+    decision.state_detail = f"retry requested by {actor.label}"
+    decision.commit_sha = ""
+    decision.finished_at = None
+    decision.save(update_fields=["state", "state_detail", "commit_sha", "finished_at"])
+    refs = [item.ref for item in items]
+    audit_record(
+        actor=actor,
+        action="review.push-retry",
+        team=decision.team,
+        target=decision,
+        summary=f"Retried the push of decision #{decision.pk} ({', '.join(refs)}) in"
+        f" {repository.name}" + (f"; it had failed: {previous}" if previous else ""),
+        data={
+            "repository": repository.name,
+            "refs": refs,
+            "previous_state": PushState.FAILED,
+            "previous_detail": previous,
+            "attempts": decision.attempts,
+        },
+    )
+    repository_id = repository.pk
+    transaction.on_commit(lambda: _queue_push(repository_id), robust=True)
+    return decision
+
+
+def _not_retryable_reason(decision: Decision) -> str:
+    if decision.state == PushState.CONFLICT:
+        return (
+            f"Decision #{decision.pk} conflicts with a change upstream ({decision.state_detail});"
+            " a retry would conflict again. Review the proposal again on its new content."
+        )
+    if decision.state == PushState.PUSHED:
+        return f"Decision #{decision.pk} is already pushed ({decision.commit_sha[:10]})."
+    return f"Decision #{decision.pk} is still being pushed."
+
+
+def _check_still_waiting(decision: Decision, items: list[DecisionItem]) -> None:
+    """Each proposal must still be the one reviewed, waiting, and decided by nobody since.
+
+    Locks the memories as proposals_review does, so a retry and a new decision on the same
+    proposal cannot both go through."""
+    memories = {
+        m.memory_id: m
+        for m in Memory.objects.select_for_update().filter(
+            repository_id=decision.repository_id, memory_id__in=[i.memory_key for i in items]
+        )
+    }
+    for item in items:
+        memory = memories.get(item.memory_key)
+        if memory is None or memory.status != MemoryStatus.PROPOSED:
+            problem = "is no longer a proposal in the repository"
+        elif memory.blob_sha != item.blob_sha:
+            problem = "changed upstream after it was reviewed; review it again"
+        elif (
+            DecisionItem.objects.filter(
+                memory=memory, decision__state__in=[PushState.PENDING, PushState.PUSHED]
+            )
+            .exclude(decision=decision)
+            .exists()
+        ):
+            problem = "was decided again since this decision failed"
+        else:
+            continue
+        raise ProposalNotOpen(
+            {"proposals": f"{item.ref} {problem}: decision #{decision.pk} cannot be retried."}
+        )

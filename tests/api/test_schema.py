@@ -35,6 +35,7 @@ API_PATHS = {
     "/api/reviews/batch/": {"post"},
     "/api/reviews/decisions/": {"get"},
     "/api/reviews/decisions/{id}/": {"get"},
+    "/api/reviews/decisions/{id}/retry/": {"post"},
     "/v1/brain/export": {"post"},
     "/v1/brain/export/stream": {"post"},
     "/v1/brain/import": {"post"},

@@ -36,3 +36,36 @@ def test_it_pushes_a_decision_from_a_real_worker(celery_worker, team, make_user,
         assert "reviews.tasks.push_repository" in celery_worker.log_path.read_text()
     finally:
         shutil.rmtree(repository.working_dir, ignore_errors=True)
+
+
+def test_it_retries_a_refused_push_on_a_real_worker(celery_worker, team, make_user, remote):
+    from memoryadmin.models import AuditEvent
+    from tests.reviews.test_retry import REFUSAL, commits_of, refuse_pushes
+
+    reviewer = make_user("rita", team=team, role=Role.REVIEWER)
+    repository = services.repository_create(
+        actor=Actor.system(), team=team, name="app", remote_url=remote.url, allow_local=True
+    )
+    try:
+        services.repository_sync(repository_id=repository.pk)
+        hook = refuse_pushes(remote)
+        decision = services.proposal_approve(
+            actor=Actor(user=reviewer), memory=proposal(repository, ATTEMPT)
+        )
+        wait_for(
+            lambda: Decision.objects.get(pk=decision.pk).state != PushState.PENDING, timeout=60
+        )
+        decision.refresh_from_db()
+        assert decision.state == PushState.FAILED and REFUSAL in decision.state_detail
+        hook.unlink()
+        retried = services.decision_push_retry(actor=Actor(user=reviewer), decision=decision)
+        assert retried.state == PushState.PENDING  # visible at once; the worker pushes
+        wait_for(
+            lambda: Decision.objects.get(pk=decision.pk).state != PushState.PENDING, timeout=60
+        )
+        decision.refresh_from_db()
+        assert decision.state == PushState.PUSHED, decision.state_detail
+        assert commits_of(remote, decision) == [decision.commit_sha]
+        assert AuditEvent.objects.filter(action="review.push-retry").count() == 1
+    finally:
+        shutil.rmtree(repository.working_dir, ignore_errors=True)

@@ -52,6 +52,7 @@ class TeamObjects:
             "job_id": self.job.pk,
             "endpoint_id": self.endpoint.pk,
             "delivery_id": self.delivery.pk,
+            "decision_pk": self.decision.pk,
             "pk": None,  # per API view, see api_pk()
             "key": self.proposal.memory_id,
         }
@@ -108,6 +109,14 @@ def build_team(
     proposal = Memory.objects.get(repository=repository, memory_id=proposal_id)
     rejected = Memory.objects.get(repository=repository, memory_id="20260203-cache-attempt")
     decision = review_services.proposal_reject(actor=actor, memory=rejected, comment="no")
+    # Its push is refused by the remote (real git, a pre-receive hook): a decision to retry.
+    hook = remote.bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'frozen' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    review_services.repository_push_pending(repository_id=repository.pk)
+    hook.unlink()
+    decision.refresh_from_db()
+    assert decision.state == "failed", decision.state_detail
 
     bundle_import(
         team=team,
