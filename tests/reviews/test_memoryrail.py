@@ -223,6 +223,30 @@ def test_it_reads_back_what_it_writes(extra, body, title):
     assert document.meta == meta
     assert document.body == body
     assert list(document.meta) == list(meta)
+    # read back as JSON lines, with what the strict reader read: the very same document
+    written = memoryrail.core.read_written(text.encode("utf-8"), known_meta=document.meta)
+    try:
+        json.dumps(meta, allow_nan=False)
+    except ValueError:  # NaN or infinities are written as YAML: the strict reader's job
+        assert written is None
+    else:
+        assert written == document
+
+
+@pytest.mark.parametrize(
+    ("text", "known"),
+    [
+        ('---\nid: "a"\n---\nbody', {"id": "b"}),  # the index read something else
+        ('---\nid: "a" # note\n---\nbody', {"id": "a"}),  # YAML, not a JSON line
+        ("---\nid: a\n---\nbody", {"id": "a"}),  # a plain YAML scalar
+        ('---\nid: "a"\nid: "a"\n---\nbody', {"id": "a"}),  # a repeated key
+        ('---\r\nid: "a"\r\n---\r\nbody', {"id": "a"}),  # CRLF: not our writer's
+        ("---\nx: NaN\n---\nbody", {"x": "NaN"}),
+        ('---\nid: "a"\nbody', {"id": "a"}),  # no closing line
+    ],
+)
+def test_it_leaves_any_file_our_writer_did_not_write_to_the_strict_reader(text, known):
+    assert memoryrail.core.read_written(text.encode("utf-8"), known_meta=known) is None
 
 
 def test_it_scans_named_secret_rules_without_echoing_values():
