@@ -9,7 +9,7 @@ import hashlib
 import json
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -372,8 +372,18 @@ def parse_memory(
     return memory, problems
 
 
-def read_project(root: Path) -> Project:
-    """Read config and every memory file under `root`; never raises for content problems."""
+def git_blob_sha(data: bytes) -> str:
+    """The id git gives a file with these bytes (no filters)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def read_project(
+    root: Path, *, known: Mapping[str, tuple[str, dict[str, Any]]] | None = None
+) -> Project:
+    """Read config and every memory file under `root`; never raises for content problems.
+
+    `known`: path -> (git blob, front matter) of files read strictly before (an index): a file
+    with the same blob is read back through `read_written`, not parsed as YAML again."""
     try:
         config: Config | None = load_config(root)
     except ConfigError as exc:
@@ -390,7 +400,11 @@ def read_project(root: Path) -> Project:
         if file.is_symlink() or not file.is_file():
             project.problems.append(Problem("file-not-regular", rel, None, "not a regular file"))
             continue
-        memory, problems = parse_memory(read_limited(file, MAX_MEMORY_BYTES), path=rel)
+        data = read_limited(file, MAX_MEMORY_BYTES)
+        blob, known_meta = (known or {}).get(rel, ("", None))
+        if known_meta is not None and git_blob_sha(data) != blob:
+            known_meta = None
+        memory, problems = parse_memory(data, path=rel, known_meta=known_meta)
         project.problems.extend(problems)
         if memory is not None:
             project.memories.append(memory)

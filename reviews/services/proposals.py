@@ -217,7 +217,7 @@ def proposals_push(
             copy.reset_to_remote()
             raise GitError(f"the remote kept moving; gave up after {MAX_REJECTED_PUSHES} tries")
         head = copy.reset_to_remote()
-        snapshot = read_snapshot(copy, head)
+        snapshot = read_snapshot(copy, head, repository=repository)
     index_store(repository=repository, snapshot=snapshot)
     return sha, written
 

@@ -176,7 +176,7 @@ def repository_push_pending(*, repository_id: int, wait: float = 120.0) -> int:
         snapshot = None
         if done:
             try:
-                snapshot = read_snapshot(copy, copy.reset_to_remote())
+                snapshot = read_snapshot(copy, copy.reset_to_remote(), repository=repository)
             except GitError:  # never fetched (the remote failed at once): the next sync indexes
                 snapshot = None
     if snapshot is not None:

@@ -179,9 +179,16 @@ class Snapshot:
     rows: list[dict[str, Any]] = field(default_factory=list)
 
 
-def read_snapshot(copy: WorkingCopy, head: str) -> Snapshot:
-    """Read and check every memory of the working copy (call with the lock held)."""
-    project = memoryrail.read_project(copy.path)
+def read_snapshot(copy: WorkingCopy, head: str, *, repository: Repository) -> Snapshot:
+    """Read and check every memory of the working copy (call with the lock held). Files whose
+    blob the index holds already are read back with its front matter, not parsed again."""
+    known = {
+        path: (blob, front_matter)
+        for path, blob, front_matter in Memory.objects.filter(repository=repository)
+        .values_list("path", "blob_sha", "front_matter")
+        .iterator(chunk_size=2000)
+    }
+    project = memoryrail.read_project(copy.path, known=known)
     snapshot = Snapshot(
         head=head,
         config=project.config,
@@ -259,7 +266,7 @@ def repository_sync(*, repository_id: int, wait: float = 60.0) -> Repository:
         with copy.locked(wait=wait):
             _set_sync_state(repository_id, SyncState.RUNNING)
             head = copy.sync()
-            snapshot = read_snapshot(copy, head)
+            snapshot = read_snapshot(copy, head, repository=repository)
     except LockBusy:
         _set_sync_state(repository_id, SyncState.QUEUED)  # the task retries
         raise
@@ -348,7 +355,10 @@ def index_store(*, repository: Repository, snapshot: Snapshot) -> Repository:
     repository.save()
     existing = {m.memory_id: m for m in Memory.objects.filter(repository=repository)}
     seen = set()
-    to_create, to_update = [], []
+    to_create: list[Memory] = []
+    # rows by the fields that changed: bulk_update writes a CASE per field and row, and after
+    # a batch approval only status, updated and the blob moved (5 fields of 21)
+    to_update: dict[tuple[str, ...], list[Memory]] = {}
     new_proposals: list[dict[str, Any]] = []
     for row in snapshot.rows:
         seen.add(row["memory_id"])
@@ -364,13 +374,14 @@ def index_store(*, repository: Repository, snapshot: Snapshot) -> Repository:
         elif current.blob_sha != row["blob_sha"] or any(
             getattr(current, name) != row[name] for name in ("stale", "added_commit")
         ):
-            for name in _FIELDS:
+            changed = tuple(name for name in _FIELDS if getattr(current, name) != row[name])
+            for name in changed:
                 setattr(current, name, row[name])
             current.indexed_at = now
-            to_update.append(current)
+            to_update.setdefault(changed, []).append(current)
     Memory.objects.bulk_create(to_create, batch_size=500)
-    if to_update:
-        Memory.objects.bulk_update(to_update, [*_FIELDS, "indexed_at"], batch_size=500)
+    for fields, rows in to_update.items():
+        Memory.objects.bulk_update(rows, [*fields, "indexed_at"], batch_size=500)
     gone = [pk for memory_id, m in existing.items() if memory_id not in seen for pk in [m.pk]]
     if gone:
         Memory.objects.filter(pk__in=gone).delete()
@@ -386,7 +397,7 @@ def index_store(*, repository: Repository, snapshot: Snapshot) -> Repository:
             data={
                 "head": snapshot.head,
                 "created": len(to_create),
-                "updated": len(to_update),
+                "updated": sum(len(rows) for rows in to_update.values()),
                 "removed": len(gone),
                 "problems": len(snapshot.problems),
             },

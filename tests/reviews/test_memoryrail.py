@@ -324,3 +324,40 @@ def test_it_renders_a_deterministic_block_and_keeps_outside_text():
     assert memoryrail.replace_block(updated, block) == updated
     assert memoryrail.replace_block("no block here\n", block) == "no block here\n"
     assert agentfiles.AGENT_FILES == ("AGENTS.md", "CLAUDE.md", ".cursor/rules/memoryrail.mdc")
+
+
+def test_it_reads_a_project_back_through_what_an_index_knows(tmp_path, monkeypatch):
+    (tmp_path / ".memoryrail/memories").mkdir(parents=True)
+    (tmp_path / ".memoryrail/config.json").write_text('{"version": 1}')
+    rel = {}
+    for memory_id in ("20260101-kept", "20260101-edited"):
+        rel[memory_id] = f".memoryrail/memories/{memory_id}.md"
+        (tmp_path / rel[memory_id]).write_text(memory_text(memory_id), encoding="utf-8")
+    strict = memoryrail.read_project(tmp_path)
+    git_blob = subprocess.run(
+        ["git", "hash-object", str(tmp_path / rel["20260101-kept"])],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert memoryrail.core.git_blob_sha((tmp_path / rel["20260101-kept"]).read_bytes()) == git_blob
+    known = {
+        m.path: (memoryrail.core.git_blob_sha((tmp_path / m.path).read_bytes()), m.meta)
+        for m in strict.memories
+    }
+    (tmp_path / rel["20260101-edited"]).write_text(
+        memory_text("20260101-edited", title="Edited since"), encoding="utf-8"
+    )
+    parsed = []
+    real_parse = memoryrail.core.parse
+    monkeypatch.setattr(
+        memoryrail.core, "parse", lambda data, **kw: parsed.append(data) or real_parse(data, **kw)
+    )
+    again = memoryrail.read_project(tmp_path, known=known)
+    assert len(parsed) == 1  # only the file whose blob changed was parsed as YAML
+    assert {m.id: m.title for m in again.memories} == {
+        "20260101-kept": "A title",
+        "20260101-edited": "Edited since",
+    }
+    kept = next(m for m in again.memories if m.id == "20260101-kept")
+    assert kept == next(m for m in strict.memories if m.id == "20260101-kept")
