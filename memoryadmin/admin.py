@@ -6,11 +6,28 @@ from collections.abc import Iterator
 
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.utils import unquote
+from django.contrib.auth import admin as auth_admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied
+from django.db import router, transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
 from django.urls import path
+from django.utils.decorators import method_decorator
+from django.views.decorators.debug import sensitive_post_parameters
 
+from memoryadmin.audit import Actor
 from memoryadmin.models import ApiToken, AuditEvent, Membership, Team
+from memoryadmin.services import (
+    account_state,
+    group_delete,
+    group_record,
+    group_state,
+    teams_losing_every_admin,
+    user_account_record,
+    user_delete,
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -163,3 +180,84 @@ class AuditEventAdmin(ReadOnlyAdmin):
         response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = 'attachment; filename="audit-events.csv"'
         return response
+
+
+# ----------------------------------------------------------------------------- accounts
+# Django's User and Group admin stay editable (operators manage accounts there), but every
+# change lands in the append-only audit log in the admin's own transaction: its LogEntry history
+# can be edited and deleted, and never saw passwords or group permissions change.
+
+User = get_user_model()
+admin.site.unregister(User)
+admin.site.unregister(Group)
+
+
+@admin.register(User)
+class AuditedUserAdmin(auth_admin.UserAdmin):
+    def save_model(self, request: HttpRequest, obj, form, change: bool) -> None:  # type: ignore[no-untyped-def]
+        # Groups and permissions are saved after this (save_related): compare there.
+        form.account_before = account_state(User.objects.get(pk=obj.pk)) if change else None
+        super().save_model(request, obj, form, change)
+
+    def save_related(self, request: HttpRequest, form, formsets, change: bool) -> None:  # type: ignore[no-untyped-def]
+        super().save_related(request, form, formsets, change)
+        user_account_record(
+            actor=Actor.from_request(request),
+            user=form.instance,
+            before=getattr(form, "account_before", None),
+        )
+
+    @method_decorator(sensitive_post_parameters())
+    def user_change_password(self, request: HttpRequest, id: str, form_url: str = ""):  # type: ignore[no-untyped-def]
+        """Django's password form, in one transaction with its audit event (set, changed or
+        disabled: never the password)."""
+        if request.method != "POST":
+            return super().user_change_password(request, id, form_url)
+        with transaction.atomic(using=router.db_for_write(User)):
+            user = self.get_object(request, unquote(id))
+            before = account_state(user) if user is not None else None
+            response = super().user_change_password(request, id, form_url)
+            if user is not None and before is not None:
+                user.refresh_from_db()
+                user_account_record(actor=Actor.from_request(request), user=user, before=before)
+            return response
+
+    def get_deleted_objects(self, objs, request: HttpRequest):  # type: ignore[no-untyped-def]
+        """Listing a team that would lose its every admin as protected refuses the deletion."""
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        for team in teams_losing_every_admin(user.pk for user in objs):
+            protected.append(
+                f"Team {team.slug}: these users are its only admins (make someone else admin first)"
+            )
+        return deleted, counts, perms_needed, protected
+
+    def delete_model(self, request: HttpRequest, obj) -> None:  # type: ignore[no-untyped-def]
+        user_delete(actor=Actor.from_request(request), user=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset) -> None:  # type: ignore[no-untyped-def]
+        with transaction.atomic(using=router.db_for_write(User)):
+            for user in queryset:
+                user_delete(actor=Actor.from_request(request), user=user)
+
+
+@admin.register(Group)
+class AuditedGroupAdmin(auth_admin.GroupAdmin):
+    def save_model(self, request: HttpRequest, obj, form, change: bool) -> None:  # type: ignore[no-untyped-def]
+        form.group_before = group_state(Group.objects.get(pk=obj.pk)) if change else None
+        super().save_model(request, obj, form, change)
+
+    def save_related(self, request: HttpRequest, form, formsets, change: bool) -> None:  # type: ignore[no-untyped-def]
+        super().save_related(request, form, formsets, change)
+        group_record(
+            actor=Actor.from_request(request),
+            group=form.instance,
+            before=getattr(form, "group_before", None),
+        )
+
+    def delete_model(self, request: HttpRequest, obj) -> None:  # type: ignore[no-untyped-def]
+        group_delete(actor=Actor.from_request(request), group=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset) -> None:  # type: ignore[no-untyped-def]
+        with transaction.atomic(using=router.db_for_write(Group)):
+            for group in queryset:
+                group_delete(actor=Actor.from_request(request), group=group)

@@ -94,3 +94,37 @@ def test_it_marks_cookies_secure_in_production_settings(tmp_path):
         True,
         True,
     ]
+
+
+def test_it_refuses_the_account_forms_of_the_admin_without_a_csrf_token(db, make_user):
+    """Django's user and group admin stay editable (and audited): their forms need the token."""
+    from django.contrib.auth.models import Group
+
+    from memoryadmin.models import AuditEvent
+
+    root = make_user("root", is_superuser=True, is_staff=True)
+    bob = make_user("bob")
+    group = Group.objects.create(name="operators")
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(root)
+    posts = {
+        "/admin/auth/user/add/": {"username": "eve", "usable_password": "false"},
+        f"/admin/auth/user/{bob.pk}/change/": {"username": "bob", "is_superuser": "on"},
+        f"/admin/auth/user/{bob.pk}/password/": {"usable_password": "false"},
+        f"/admin/auth/user/{bob.pk}/delete/": {"post": "yes"},
+        "/admin/auth/user/": {
+            "action": "delete_selected",
+            "post": "yes",
+            "_selected_action": [str(bob.pk)],
+        },
+        "/admin/auth/group/add/": {"name": "admins"},
+        f"/admin/auth/group/{group.pk}/change/": {"name": "renamed"},
+        f"/admin/auth/group/{group.pk}/delete/": {"post": "yes"},
+    }
+    before = AuditEvent.objects.count()
+    for url, data in posts.items():
+        assert client.post(url, data).status_code == 403, url
+    bob.refresh_from_db()
+    assert not bob.is_superuser and bob.has_usable_password()
+    assert Group.objects.filter(name="operators").exists()
+    assert AuditEvent.objects.count() == before
