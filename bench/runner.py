@@ -132,7 +132,7 @@ def bench_brain(run: Run) -> None:
         sizes = data.write_bundle(path, chunks)
         label = f"{chunks:,} chunks, {sizes['memory_edges']:,} edges, {sizes['entities']:,} ent."
         team = f"bench-brain-{chunks}"
-        base = run.step("import_baseline", team=f"{team}-copy", path=str(path))
+        base = import_base = run.step("import_baseline", team=f"{team}-copy", path=str(path))
         first = run.step("brain_import", team=team, path=str(path))
         if first["chunks"]["inserted"] != chunks:
             raise SystemExit(f"import inserted {first['chunks']} of {chunks}")
@@ -180,6 +180,43 @@ def bench_brain(run: Run) -> None:
                 )
             )
         path.unlink(missing_ok=True)
+        bench_own_export(run, team, label, base_import=import_base)
+
+
+def bench_own_export(run: Run, team: str, label: str, *, base_import: dict[str, Any]) -> None:
+    """2 again with the bundle our export wrote: manifest last (so the head is read in a pass
+    of its own), a checksum to verify, canonical records. The COPY baseline is the same."""
+    path = run.workdir / f"export-{team}.json"
+    run.step("brain_export_file", team=team, path=str(path))
+    first = run.step("brain_import", team=f"{team}-own", path=str(path))
+    again = run.step("brain_import", team=f"{team}-own", path=str(path))
+    ratio = _ratio(first["seconds"], base_import["seconds"])
+    run.add(
+        Row(
+            "import of our own export, empty team",
+            label,
+            _seconds(first["seconds"]),
+            f"COPY FROM {_seconds(base_import['seconds'])}",
+            f"{ratio:.1f}x",
+            "<= 5x COPY",
+            ratio <= 5,
+            _mb(first["rss_growth_mb"]),
+        )
+    )
+    speedup = first["seconds"] / again["seconds"] if again["seconds"] else float("inf")
+    run.add(
+        Row(
+            "re-import of our own export",
+            label,
+            _seconds(again["seconds"]),
+            f"first import {_seconds(first['seconds'])}",
+            f"{speedup:.1f}x faster",
+            ">= 5x faster",
+            speedup >= 5,
+            _mb(again["rss_growth_mb"]),
+        )
+    )
+    path.unlink(missing_ok=True)
 
 
 def bench_source(run: Run) -> int:

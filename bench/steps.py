@@ -146,6 +146,20 @@ def brain_export(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
     return {"bytes": size}
 
 
+def brain_export_file(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
+    """Write the team's JSON export to a file (setup for importing our own export: untimed)."""
+    from bundles.services.exports import ExportRequest, bundle_export_json
+    from memoryadmin.audit import Actor
+
+    team = _team(args["team"])
+    with Path(args["path"]).open("wb") as out:
+        for part in bundle_export_json(
+            team=team, actor=Actor.system(), request=ExportRequest(scope="full")
+        ):
+            out.write(part)
+    return {"bytes": Path(args["path"]).stat().st_size}
+
+
 EXPORT_QUERIES = {
     "bundles_chunk": (
         "SELECT id, content, content_hash, memory_type, embedding, embedding_model, "
@@ -570,6 +584,7 @@ def web_client(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
 STEPS: dict[str, Callable[[dict[str, Any], Probe], dict[str, Any]]] = {
     "brain_import": brain_import,
     "brain_export": brain_export,
+    "brain_export_file": brain_export_file,
     "export_baseline": export_baseline,
     "import_baseline": import_baseline,
     "source_setup": source_setup,

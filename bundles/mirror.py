@@ -23,6 +23,7 @@ from django.utils import timezone
 from bundles import protocol
 from bundles.models import Chunk, ChunkOrigin, OriginKind
 from memoryadmin.audit import Actor, audit_record
+from memoryadmin.bulk import bulk_insert
 from memoryadmin.models import Team
 
 if TYPE_CHECKING:
@@ -377,7 +378,8 @@ def _reconcile(
         if record.content_hash not in chunks:
             missing.setdefault(record.content_hash, (item, record))
     if missing:
-        Chunk.objects.bulk_create(
+        bulk_insert(
+            Chunk,
             [
                 Chunk(
                     team=team,
@@ -457,7 +459,7 @@ def _reconcile(
             origin_updates.append(origin)
             result.deactivated += 1
 
-    ChunkOrigin.objects.bulk_create(new_origins, batch_size=LOOKUP_BATCH)
+    bulk_insert(ChunkOrigin, new_origins, batch_size=LOOKUP_BATCH)
     result.origins_created = len(new_origins)
     if origin_updates:
         ChunkOrigin.objects.bulk_update(

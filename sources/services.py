@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from memoryadmin import crypto
 from memoryadmin.audit import Actor, audit_record
+from memoryadmin.bulk import bulk_insert
 from memoryadmin.models import Team
 from sources import fetchers
 from sources import openmemories as om
@@ -702,7 +703,8 @@ def _snapshot_create(
         rejected_count=len(result.rejections),
         problem_count=len(selection.problems),
     )
-    Record.objects.bulk_create(
+    bulk_insert(
+        Record,
         (
             Record(
                 snapshot=snapshot,

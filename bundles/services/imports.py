@@ -39,6 +39,7 @@ from bundles.models import (
 )
 from bundles.protocol import SECTIONS, BundleError, ChunkRecord, EdgeRecord, EntityRecord
 from memoryadmin.audit import Actor, audit_record
+from memoryadmin.bulk import copy_rows
 from memoryadmin.models import Team
 from webhooks import events as webhook_events
 from webhooks.services import event_emit
@@ -632,11 +633,13 @@ class _Importer:
             return {}
         if connection.vendor == "postgresql":
             return dict(
-                _copy_then(
+                copy_rows(
                     Chunk,
                     CHUNK_INSERT_COLUMNS,
                     rows,
-                    "ON CONFLICT (team_id, content_hash) DO NOTHING RETURNING content_hash, id",
+                    conflict=(
+                        "ON CONFLICT (team_id, content_hash) DO NOTHING RETURNING content_hash, id"
+                    ),
                 )
             )
         table = connection.ops.quote_name(Chunk._meta.db_table)
@@ -705,7 +708,7 @@ class _Importer:
                 (self.team.pk, source, target, edge_type, weight, count, created, updated)
                 for (source, target, edge_type), (weight, count, created, updated) in merged.items()
             ]
-            _copy_then(MemoryEdge, EDGE_COLUMNS, rows, update, [self.now])
+            copy_rows(MemoryEdge, EDGE_COLUMNS, rows, conflict=update, params=[self.now])
             return
         values, params = [], []
         for (source, target, edge_type), (weight, count, created, updated) in merged.items():
@@ -777,11 +780,11 @@ class _Importer:
             f"is_dna = ({table}.is_dna OR excluded.is_dna), updated_at = excluded.updated_at"
         )
         if connection.vendor == "postgresql":
-            _copy_then(
+            copy_rows(
                 Entity,
                 ENTITY_COLUMNS,
                 [tuple(params[i : i + 7]) for i in range(0, len(params), 7)],
-                update,
+                conflict=update,
             )
             return
         sql = (
@@ -879,35 +882,6 @@ class _Importer:
             self.settings.embedding_model,
             self.settings.embedding_dim,
         ) == (self.manifest.embedding_model, self.manifest.embedding_dim)
-
-
-def _copy_then(
-    model: type[Chunk | MemoryEdge | Entity],
-    columns: tuple[str, ...],
-    rows: list[tuple[Any, ...]],
-    conflict: str,
-    params: list[Any] | None = None,
-) -> list[tuple[Any, ...]]:
-    """PostgreSQL: COPY `rows` into a scratch copy of the table's `columns` (dropped at commit),
-    then one INSERT … SELECT … `conflict` (ON CONFLICT … [RETURNING …]); returns what it
-    returns. psycopg adapts COPY rows in C, where executemany adapted parameters in Python."""
-    table = connection.ops.quote_name(model._meta.db_table)
-    scratch = connection.ops.quote_name(f"import_scratch_{model._meta.model_name}")
-    names = ", ".join(connection.ops.quote_name(c) for c in columns)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"CREATE TEMP TABLE IF NOT EXISTS {scratch} ON COMMIT DROP AS "  # noqa: S608
-            f"SELECT {names} FROM {table} WITH NO DATA"
-        )
-        cursor.execute(f"TRUNCATE {scratch}")
-        with cursor.cursor.copy(f"COPY {scratch} ({names}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
-        cursor.execute(
-            f"INSERT INTO {table} ({names}) SELECT {names} FROM {scratch} {conflict}",  # noqa: S608
-            params or [],
-        )
-        return cursor.fetchall() if "RETURNING" in conflict else []
 
 
 def _unclaimed(metadata: dict[str, Any]) -> dict[str, Any]:

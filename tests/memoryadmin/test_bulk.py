@@ -1,0 +1,59 @@
+"""memoryadmin.bulk: COPY on PostgreSQL, bulk_create elsewhere; the same rows either way."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+
+import pytest
+
+from bundles.models import Chunk
+from memoryadmin.bulk import bulk_insert
+
+pytestmark = pytest.mark.django_db
+
+WHEN = datetime(2026, 3, 4, 5, 6, 7, 123456, tzinfo=UTC)
+
+
+def _chunk(team, content: str, **extra) -> Chunk:
+    return Chunk(
+        team=team,
+        content=content,
+        content_hash=hashlib.sha256(content.encode()).hexdigest(),
+        memory_type="fact",
+        tags=["a", "ü"],
+        metadata={"nested": {"list": [1, 2.5, None, True]}, "quote": 'it\'s "x"\t\\'},
+        embedding=b"\x00\x01\xff",
+        created_at=WHEN,
+        **extra,
+    )
+
+
+def test_it_inserts_every_field_as_the_orm_would(team):
+    assert bulk_insert(Chunk, [_chunk(team, "tab\there\nnewline \\ back")]) == 1
+    chunk = Chunk.objects.get(team=team)
+    assert chunk.content == "tab\there\nnewline \\ back"
+    assert chunk.tags == ["a", "ü"]
+    assert chunk.metadata == {"nested": {"list": [1, 2.5, None, True]}, "quote": 'it\'s "x"\t\\'}
+    assert bytes(chunk.embedding) == b"\x00\x01\xff"
+    assert chunk.created_at == WHEN
+    assert chunk.valid_until is None
+    assert chunk.standalone is True  # the model's default
+
+
+def test_it_skips_conflicting_rows_when_asked(team):
+    bulk_insert(Chunk, [_chunk(team, "one")])
+    bulk_insert(Chunk, [_chunk(team, "two"), _chunk(team, "one")], ignore_conflicts=True)
+    assert sorted(Chunk.objects.filter(team=team).values_list("content", flat=True)) == [
+        "one",
+        "two",
+    ]
+
+
+def test_it_refuses_a_conflict_it_was_not_told_to_ignore(team):
+    from django.db import IntegrityError, transaction
+
+    bulk_insert(Chunk, [_chunk(team, "one")])
+    with pytest.raises(IntegrityError), transaction.atomic():
+        bulk_insert(Chunk, [_chunk(team, "one")])
+    assert Chunk.objects.filter(team=team).count() == 1
