@@ -625,7 +625,8 @@ def _refresh_succeeded(
         flipped = _snapshot_touch(snapshot, rows, selection, now)
     if source.kind == SourceKind.HTTPS:
         HttpValidator.objects.filter(source=source).delete()
-        HttpValidator.objects.bulk_create(
+        bulk_insert(
+            HttpValidator,
             [
                 HttpValidator(
                     source=source,

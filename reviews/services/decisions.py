@@ -11,6 +11,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
 from memoryadmin.audit import Actor, audit_record
+from memoryadmin.bulk import bulk_insert
 from memoryadmin.models import Team
 from memoryadmin.permissions import Action, user_can
 from reviews.models import (
@@ -251,20 +252,23 @@ def proposals_review(
             author_name=author_name,
             author_email=author_email,
         )
-        DecisionItem.objects.bulk_create(
-            DecisionItem(
-                decision=decision,
-                memory=m,
-                memory_key=m.memory_id,
-                ref=m.ref,
-                title=m.title,
-                path=m.path,
-                blob_sha=m.blob_sha,
-                supersedes=m.supersedes,
-                proposed_at=m.added_at,
-                first_approval=earlier.get(m.pk),
-            )
-            for m in group
+        bulk_insert(
+            DecisionItem,
+            (
+                DecisionItem(
+                    decision=decision,
+                    memory=m,
+                    memory_key=m.memory_id,
+                    ref=m.ref,
+                    title=m.title,
+                    path=m.path,
+                    blob_sha=m.blob_sha,
+                    supersedes=m.supersedes,
+                    proposed_at=m.added_at,
+                    first_approval=earlier.get(m.pk),
+                )
+                for m in group
+            ),
         )
         refs = [m.ref for m in group]
         verb = "Approved" if kind == DecisionKind.APPROVE else "Rejected"

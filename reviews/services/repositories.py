@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from memoryadmin import crypto
 from memoryadmin.audit import Actor, audit_record
+from memoryadmin.bulk import bulk_insert
 from memoryadmin.locks import LockBusy
 from memoryadmin.models import Team
 from reviews import memoryrail
@@ -379,7 +380,7 @@ def index_store(*, repository: Repository, snapshot: Snapshot) -> Repository:
                 setattr(current, name, row[name])
             current.indexed_at = now
             to_update.setdefault(changed, []).append(current)
-    Memory.objects.bulk_create(to_create, batch_size=500)
+    bulk_insert(Memory, to_create, batch_size=500)
     for fields, rows in to_update.items():
         Memory.objects.bulk_update(rows, [*fields, "indexed_at"], batch_size=500)
     gone = [pk for memory_id, m in existing.items() if memory_id not in seen for pk in [m.pk]]
