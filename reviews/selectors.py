@@ -105,9 +105,35 @@ def find_memories(team: Team, key: str, *, repository: Repository | None = None)
     return list(queryset.filter(memory_id=key))
 
 
+FAILURE_STATES = (PushState.FAILED, PushState.CONFLICT)
+
+
+def failure_open() -> Exists:
+    """For a decision row: one of its proposals is still waiting for review and no decision
+    came after this one on it. A failed or conflicting push stops being the last word when the
+    proposal is decided again (re-approved, rejected: its push is a later decision) or leaves
+    the queue (approved or removed upstream); a retried decision is `pending` again anyway."""
+    later = DecisionItem.objects.filter(
+        memory_id=OuterRef("memory_id"), decision_id__gt=OuterRef("decision_id")
+    )
+    return Exists(
+        DecisionItem.objects.filter(
+            decision_id=OuterRef("pk"), memory__status=MemoryStatus.PROPOSED
+        ).exclude(Exists(later))
+    )
+
+
+def open_push_failures(team: Team) -> QuerySet[Decision]:
+    """Failed or conflicting decisions that still need someone (see failure_open)."""
+    return Decision.objects.filter(team=team, state__in=FAILURE_STATES).filter(failure_open())
+
+
 def decision_history(team: Team) -> QuerySet[Decision]:
+    """Decisions, newest first; `failure_open` tells a failure still to act on from one that a
+    later decision resolved (only meaningful for failed and conflicting ones)."""
     return (
         Decision.objects.filter(team=team)
+        .annotate(failure_open=failure_open())
         .select_related("repository", "reviewer", "token")
         .prefetch_related("items")
     )
@@ -144,12 +170,14 @@ def dashboard_summary(team: Team) -> dict[str, Any]:
         if queue_size
         else None
     )
+    # Only failures still to act on: a later decision or the proposal leaving the queue
+    # resolves one (the history page shows it as resolved).
     states = Decision.objects.filter(team=team).aggregate(
-        failures=Count("id", filter=Q(state__in=[PushState.FAILED, PushState.CONFLICT])),
+        failures=Count("id", filter=Q(state__in=FAILURE_STATES) & failure_open()),
         pending=Count("id", filter=Q(state=PushState.PENDING)),
     )
     failed = list(
-        Decision.objects.filter(team=team, state__in=[PushState.FAILED, PushState.CONFLICT])
+        open_push_failures(team)
         .select_related("repository")
         .prefetch_related(
             Prefetch(
