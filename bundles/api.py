@@ -189,6 +189,38 @@ BUNDLE = inline_serializer(
         **{name: _records() for name in protocol.SECTIONS},
     },
 )
+
+
+def _count(text: str) -> serializers.IntegerField:
+    return serializers.IntegerField(help_text=text)
+
+
+IMPORT_PROPOSALS = inline_serializer(
+    "ImportProposals",
+    {
+        "repository": _count("The repository id given as propose_to."),
+        "candidates": _count("DNA chunks of the bundle (the first 200 are considered)."),
+        "proposed": _count("Written as proposals: they wait in the review queue."),
+        "skipped_existing": _count(
+            "Already known to the repository: there now (waiting for review, active or any "
+            "other status), on its way there from an earlier import not pushed yet, or "
+            "approved there before (even if the file was removed since)."
+        ),
+        "skipped_rejected": _count(
+            "Rejected there by a reviewer (a pushed rejection of the same text); a warning per "
+            "chunk names the decision, reviewer, date and comment. Counts until a reviewer "
+            "allows it again (POST /api/reviews/decisions/{id}/allow-reproposal/)."
+        ),
+        "skipped_secret": _count("Not written: the secret scan found something."),
+        "skipped_invalid": _count("Not written: the MemoryRail reader refused the file."),
+        "skipped_limit": _count("DNA chunks past the 200 per import."),
+        "proposal": serializers.IntegerField(
+            allow_null=True, help_text="The import proposal (null when nothing was written)."
+        ),
+    },
+    required=False,
+    help_text="Only with propose_to.",
+)
 IMPORT_REPORT = inline_serializer(
     "ImportReport",
     {
@@ -201,6 +233,7 @@ IMPORT_REPORT = inline_serializer(
                 "embedding_model_match": serializers.BooleanField(),
                 **{name: _tally() for name in protocol.SECTIONS},
                 "warnings": serializers.ListField(child=serializers.CharField()),
+                "proposals": IMPORT_PROPOSALS,
             },
         ),
     },

@@ -85,7 +85,22 @@ def server_spec(*, max_bytes: int, sync_max_bytes: int) -> dict[str, Any]:
             "already in the repository become MemoryRail proposals (status proposed; decision, "
             "x_constraint->constraint, pitfall->gotcha or attempt (tag attempt), goal->thread, "
             "episodic->session, anything else->constraint tagged with its type); secret-scanned "
-            "first, a finding is reported by rule name and not written; at most 200 per import",
+            "first, a finding is reported by rule name and not written; at most 200 per import. "
+            "A text the repository holds, has waiting or approved before is skipped "
+            "(report.proposals.skipped_existing); a text a reviewer rejected there is not "
+            "proposed again (skipped_rejected, with a warning naming the decision) until a "
+            "reviewer allows it (POST /api/reviews/decisions/{id}/allow-reproposal/)",
+            "report_proposals": [
+                "repository",
+                "candidates",
+                "proposed",
+                "skipped_existing",
+                "skipped_rejected",
+                "skipped_secret",
+                "skipped_invalid",
+                "skipped_limit",
+                "proposal",
+            ],
         },
         "checksum": {
             "algorithm": "sha256 hex",

@@ -1,5 +1,5 @@
 """REST API for reviews: repositories, proposals (by pk, id or ref), approve, reject, batch,
-decisions and the retry of a failed push.
+decisions, the retry of a failed push and lifting a rejection for imports.
 
 Decisions made with a token record the token as the actor; their commits are authored by the
 token's creator when there is one, else by the configured bot identity (REVIEW_BOT_IDENTITY).
@@ -35,6 +35,7 @@ from reviews.serializers import (
     ProposalListSerializer,
     ProposalSerializer,
     RepositorySerializer,
+    ReproposalAllowSerializer,
 )
 
 READ = {"GET": "reviews:read"}
@@ -56,6 +57,7 @@ DECISION_EXAMPLE = {
     "kind": "approve",
     "repository": 3,
     "refs": ["D-7a3f"],
+    "reproposal_allowed": [],
     "comment": "Matches what we agreed.",
     "actor_label": "rita",
     "author_name": "Rita",
@@ -360,6 +362,61 @@ class DecisionRetry(APIView):
             raise _decide_error(exc) from exc
         decision = Decision.objects.prefetch_related("items").get(pk=decision.pk)
         return Response(DecisionSerializer(decision).data, status=status.HTTP_202_ACCEPTED)
+
+
+class DecisionAllowReproposal(APIView):
+    permission_classes = [HasScope]
+    required_scopes = WRITE
+
+    @extend_schema(
+        summary="Let imports propose rejected texts again",
+        description="A pushed rejection keeps bundle imports (`POST /v1/brain/import?"
+        "propose_to=`) from proposing the same text to this repository again (their report "
+        "counts it in `proposals.skipped_rejected`). This lifts it for the named proposals "
+        "(`refs`: short refs or MemoryRail ids) or for all of the decision's; the next import "
+        "carrying the text proposes it, and it waits for review like any proposal. Audited "
+        "(`review.reproposal-allow`); lifting twice changes nothing. 409 "
+        "`decision-not-rejection` for an approval, `rejection-not-pushed` while the rejection "
+        "has not landed; 400 `ref-unknown` for a ref the decision did not reject.",
+        request=ReproposalAllowSerializer,
+        responses={
+            200: DecisionSerializer,
+            **error_responses(400, *AUTH_ERRORS, 404, 409),
+        },
+        examples=[
+            OpenApiExample(
+                "Lifted",
+                value=DECISION_EXAMPLE
+                | {"kind": "reject", "state": "pushed", "reproposal_allowed": ["D-7a3f"]},
+                response_only=True,
+                status_codes=[200],
+            )
+        ],
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        team = request_team(request)
+        decision = Decision.objects.filter(team=team, pk=pk).first()
+        if decision is None:
+            raise ApiError(404, "not-found", f"No decision {pk} in this team.")
+        body = ReproposalAllowSerializer(data=request.data)
+        if not body.is_valid():
+            raise ApiError(400, "invalid", "Invalid request body.", body.errors)
+        try:
+            services.rejection_reproposal_allow(
+                actor=Actor.from_request(request),
+                decision=decision,
+                refs=body.validated_data["refs"],
+                comment=body.validated_data["comment"],
+            )
+        except PermissionDenied as exc:
+            raise ApiError(403, "forbidden", str(exc)) from exc
+        except services.RejectionNotLiftable as exc:
+            raise ApiError(409, exc.code or "decision-not-rejection", exc.messages[0]) from exc
+        except ValidationError as exc:
+            code = getattr(exc, "code", None) or "invalid"
+            raise ApiError(400, code, exc.messages[0], {"refs": exc.messages}) from exc
+        decision = Decision.objects.prefetch_related("items").get(pk=decision.pk)
+        return Response(DecisionSerializer(decision).data)
 
 
 @extend_schema_view(

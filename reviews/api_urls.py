@@ -31,4 +31,9 @@ urlpatterns = [
         api.DecisionRetry.as_view(),
         name="api-decision-retry",
     ),
+    path(
+        "reviews/decisions/<int:pk>/allow-reproposal/",
+        api.DecisionAllowReproposal.as_view(),
+        name="api-decision-allow-reproposal",
+    ),
 ]

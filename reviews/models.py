@@ -186,9 +186,25 @@ class DecisionItem(models.Model):
     first_approval = models.ForeignKey(
         "Approval", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # What text was decided, as the brain hashes it (reviews.services.content): the file's
+    # title and body, and the imported chunk's own hash when the file records a different
+    # one. A pushed rejection keeps an import from proposing the same text again.
+    content_hash = models.CharField(max_length=64, blank=True)
+    proposed_hash = models.CharField(max_length=64, blank=True)
+    # A reviewer lifted this rejection: imports may propose the text again (audited).
+    reproposal_allowed_at = models.DateTimeField(null=True, blank=True)
+    reproposal_allowed_by = models.CharField(max_length=200, blank=True)
 
     class Meta:
         ordering = ["id"]
+        indexes = [
+            models.Index(fields=["content_hash"], name="decisionitem_content_hash"),
+            models.Index(
+                fields=["proposed_hash"],
+                name="decisionitem_proposed_hash",
+                condition=~models.Q(proposed_hash=""),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.ref} {self.title}"

@@ -104,6 +104,10 @@ class ProposalSerializer(ProposalListSerializer):
 
 class DecisionSerializer(serializers.ModelSerializer):
     refs = serializers.SerializerMethodField()
+    reproposal_allowed = serializers.SerializerMethodField(
+        help_text="Rejected proposals (refs) that imports may propose again: a reviewer lifted"
+        " the rejection. Empty for approvals."
+    )
     repository = serializers.IntegerField(source="repository_id")
 
     class Meta:
@@ -113,6 +117,7 @@ class DecisionSerializer(serializers.ModelSerializer):
             "kind",
             "repository",
             "refs",
+            "reproposal_allowed",
             "comment",
             "actor_label",
             "author_name",
@@ -128,6 +133,24 @@ class DecisionSerializer(serializers.ModelSerializer):
     @extend_schema_field(serializers.ListField(child=serializers.CharField()))
     def get_refs(self, decision: Decision) -> list[str]:
         return [item.ref for item in decision.items.all()]
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_reproposal_allowed(self, decision: Decision) -> list[str]:
+        return [item.ref for item in decision.items.all() if item.reproposal_allowed_at]
+
+
+class ReproposalAllowSerializer(serializers.Serializer):
+    refs = serializers.ListField(
+        child=serializers.CharField(max_length=255),
+        required=False,
+        default=list,
+        max_length=500,
+        help_text="Short refs or MemoryRail ids of the decision's proposals; empty or absent:"
+        " all of them.",
+    )
+    comment = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=2000, help_text="Why (audited)."
+    )
 
 
 class DecideSerializer(serializers.Serializer):

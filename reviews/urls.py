@@ -10,6 +10,11 @@ urlpatterns = [
     path("history/", views.review_history, name="review-history"),
     path("settings/", views.review_settings_edit, name="review-settings"),
     path("decisions/<int:decision_pk>/retry/", views.decision_retry, name="decision-retry"),
+    path(
+        "decisions/<int:decision_pk>/allow-reproposal/",
+        views.decision_reproposal_allow,
+        name="decision-allow-reproposal",
+    ),
     path("p/<int:memory_pk>/", views.proposal_detail, name="proposal-detail"),
     path("p/<int:memory_pk>/decisions/", views.proposal_decisions, name="proposal-decisions"),
     path(

@@ -12,6 +12,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from memoryadmin.audit import Actor
+from memoryadmin.models import Team
 from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import form_add_errors, team_view
 from reviews import memoryrail, routing, selectors, services
@@ -119,6 +120,11 @@ def decision_retry(request: HttpRequest, decision_pk: int) -> HttpResponse:
         _errors(request, exc)
     else:
         messages.success(request, f"Pushing decision #{decision.pk} again.")
+    return _back(request, team)
+
+
+def _back(request: HttpRequest, team: Team) -> HttpResponse:
+    """To the reviews page the button was on (`next`), else the decision history."""
     back = request.POST.get("next", "")
     safe = url_has_allowed_host_and_scheme(
         back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
@@ -126,6 +132,25 @@ def decision_retry(request: HttpRequest, decision_pk: int) -> HttpResponse:
     if safe and back.startswith(f"/t/{team.slug}/reviews/"):
         return redirect(back)
     return redirect("review-history", team_slug=team.slug)
+
+
+@require_POST
+@team_view(Action.REVIEW)
+def decision_reproposal_allow(request: HttpRequest, decision_pk: int) -> HttpResponse:
+    """Lift a rejection: imports may propose the rejected text (one proposal, or all) again."""
+    team = request.team  # type: ignore[attr-defined]
+    decision = get_object_or_404(Decision, pk=decision_pk, team=team)
+    ref = request.POST.get("ref", "").strip()
+    try:
+        items = services.rejection_reproposal_allow(
+            actor=Actor.from_request(request), decision=decision, refs=[ref] if ref else None
+        )
+    except ValidationError as exc:
+        _errors(request, exc)
+    else:
+        refs = ", ".join(i.ref for i in items)
+        messages.success(request, f"Imports may propose {refs} again; a reviewer decides it then.")
+    return _back(request, team)
 
 
 @require_POST

@@ -66,6 +66,7 @@ def import_proposals_create(
         "candidates": len(chunks) + overflow,
         "proposed": 0,
         "skipped_existing": 0,
+        "skipped_rejected": 0,
         "skipped_secret": 0,
         "skipped_invalid": 0,
         "skipped_limit": overflow,
@@ -85,13 +86,22 @@ def import_proposals_create(
             "imported_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         },
         now=now,
+        waiting=_waiting_hashes(repository.pk),
     )
     summary.update(
         proposed=len(result.drafts),
         skipped_existing=result.existing,
+        skipped_rejected=len(result.rejected),
         skipped_secret=len(result.secrets),
         skipped_invalid=len(result.invalid),
     )
+    for label, decided in result.rejected:
+        reason = f": {_one_line(decided.comment)}" if decided.comment else ""
+        warnings.append(
+            f"{label}: not proposed to {repository.name}: rejected as {decided.ref} by "
+            f"{decided.actor_label} on {decided.decided_at:%Y-%m-%d} (decision "
+            f"#{decided.decision_id}){reason}"
+        )
     for label, rules in result.secrets:
         warnings.append(
             f"{label}: not proposed to {repository.name}: possible secret ({', '.join(rules)})"
@@ -126,6 +136,21 @@ def import_proposals_create(
     )
     transaction.on_commit(lambda: _queue(proposal.pk))
     return summary, warnings
+
+
+def _waiting_hashes(repository_id: int) -> set[str]:
+    """Texts of earlier imports still on their way into the repository (not pushed yet)."""
+    waiting: set[str] = set()
+    for items in ImportProposal.objects.filter(
+        repository_id=repository_id, state=ProposalState.PENDING
+    ).values_list("items", flat=True):
+        waiting.update(i["content_hash"] for i in items if isinstance(i.get("content_hash"), str))
+    return waiting
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _queue(proposal_id: int) -> None:

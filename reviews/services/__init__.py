@@ -19,6 +19,7 @@ from reviews.services.push import (
     decisions_fail_pending,
     repository_push_pending,
 )
+from reviews.services.rejections import RejectionNotLiftable, rejection_reproposal_allow
 from reviews.services.repositories import (
     repository_create,
     repository_sync,
@@ -31,6 +32,7 @@ __all__ = [
     "AlreadyApproved",
     "DecisionNotRetryable",
     "ProposalNotOpen",
+    "RejectionNotLiftable",
     "ReviewOutcome",
     "SecretOverrideRequired",
     "commit_identity",
@@ -40,6 +42,7 @@ __all__ = [
     "proposal_reject",
     "proposals_decide",
     "proposals_review",
+    "rejection_reproposal_allow",
     "repository_create",
     "repository_push_pending",
     "repository_sync",

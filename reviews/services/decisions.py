@@ -25,6 +25,7 @@ from reviews.models import (
     PushState,
     ReviewSettings,
 )
+from reviews.services.content import memory_hashes
 from webhooks import events as webhook_events
 from webhooks.services import event_emit
 
@@ -266,6 +267,7 @@ def proposals_review(
                     supersedes=m.supersedes,
                     proposed_at=m.added_at,
                     first_approval=earlier.get(m.pk),
+                    **_decided_text(m),
                 )
                 for m in group
             ),
@@ -308,6 +310,15 @@ def proposals_review(
         transaction.on_commit(lambda rid=repository_id: _queue_push(rid), robust=True)
         outcome.decisions.append(decision)
     return outcome
+
+
+def _decided_text(memory: Memory) -> dict[str, str]:
+    """The text this decision is about, as hashes (what keeps an import from proposing a
+    rejected text again)."""
+    text_hash, recorded = memory_hashes(
+        title=memory.title, body=memory.body, front_matter=memory.front_matter
+    )
+    return {"content_hash": text_hash, "proposed_hash": recorded}
 
 
 def _reviewer_username(actor: Actor) -> str | None:

@@ -8,24 +8,27 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.db.models import Q
 from django.utils import timezone
 
 from bundles.mirror import chunk_content
 from bundles.protocol import content_hash
 from reviews import memoryrail
 from reviews.git import GitError, PushRejected
-from reviews.models import Memory, Repository
+from reviews.models import DecisionItem, DecisionKind, Memory, PushState, Repository
+from reviews.services.content import FRONT_MATTER_KEY, memory_hashes
 from reviews.services.decisions import bot_identity
 from reviews.services.push import MAX_REJECTED_PUSHES
 from reviews.services.repositories import index_store, read_snapshot, working_copy
 
-FRONT_MATTER_KEY = "x-memoryadmin"
 MAX_TITLE = 200
 TRAILER = "Memoryadmin-Proposal"
+LOOKUP_BATCH = 500
 
 # MemoryAI memory_type -> MemoryRail type (the mirror's mapping read backwards).
 REVERSE_TYPES = {
@@ -62,10 +65,28 @@ class ChunkToPropose:
     created_at: datetime | None
 
 
+@dataclass(frozen=True)
+class Decided:
+    """The latest pushed decision about one text in a repository."""
+
+    kind: str
+    decision_id: int
+    ref: str
+    actor_label: str
+    decided_at: datetime
+    comment: str
+    lifted: bool  # a rejection a reviewer allowed to be proposed again
+
+    @property
+    def blocks(self) -> bool:
+        return self.kind == DecisionKind.APPROVE or not self.lifted
+
+
 @dataclass
 class DraftResult:
     drafts: list[dict[str, Any]] = field(default_factory=list)
     existing: int = 0
+    rejected: list[tuple[str, Decided]] = field(default_factory=list)
     secrets: list[tuple[str, list[str]]] = field(default_factory=list)
     invalid: list[tuple[str, str]] = field(default_factory=list)
 
@@ -92,11 +113,57 @@ def _known(repository: Repository) -> tuple[set[str], set[str]]:
         "memory_id", "title", "body", "front_matter"
     ):
         ids.add(memory.memory_id)
-        hashes.add(content_hash(chunk_content(memory.title, memory.body)))
-        extra = memory.front_matter.get(FRONT_MATTER_KEY)
-        if isinstance(extra, dict) and isinstance(extra.get("content_hash"), str):
-            hashes.add(extra["content_hash"])
+        text_hash, recorded = memory_hashes(
+            title=memory.title, body=memory.body, front_matter=memory.front_matter
+        )
+        hashes.update(h for h in (text_hash, recorded) if h)
     return hashes, ids
+
+
+def decided_texts(repository: Repository, hashes: Iterable[str]) -> dict[str, Decided]:
+    """Hash -> the latest pushed decision in this repository about that text (matched on the
+    reviewed file's text or on the imported chunk's own hash)."""
+    wanted = sorted(set(hashes))
+    found: dict[str, Decided] = {}
+    for start in range(0, len(wanted), LOOKUP_BATCH):
+        part = set(wanted[start : start + LOOKUP_BATCH])
+        rows = (
+            DecisionItem.objects.filter(
+                decision__repository=repository, decision__state=PushState.PUSHED
+            )
+            .filter(Q(content_hash__in=part) | Q(proposed_hash__in=part))
+            .order_by("decision_id", "id")
+            .values_list(
+                "content_hash",
+                "proposed_hash",
+                "decision_id",
+                "ref",
+                "reproposal_allowed_at",
+                "decision__kind",
+                "decision__actor_label",
+                "decision__created_at",
+                "decision__comment",
+            )
+        )
+        for text_hash, recorded, decision_id, ref, allowed, kind, label, at, comment in rows:
+            decided = Decided(
+                kind=kind,
+                decision_id=decision_id,
+                ref=ref,
+                actor_label=label,
+                decided_at=at,
+                comment=comment,
+                lifted=allowed is not None,
+            )
+            for value in (text_hash, recorded):
+                if value in part:
+                    found[value] = decided  # rows come oldest first: the latest wins
+    return found
+
+
+def _latest(*candidates: Decided | None) -> Decided | None:
+    present = [c for c in candidates if c is not None]
+    return max(present, key=lambda c: c.decision_id) if present else None
 
 
 def proposal_drafts(
@@ -105,17 +172,38 @@ def proposal_drafts(
     chunks: list[ChunkToPropose],
     provenance: dict[str, Any],
     now: datetime | None = None,
+    waiting: set[str] | frozenset[str] = frozenset(),
 ) -> DraftResult:
-    """Render one proposal file per chunk not already in the repository; a chunk whose file
-    would contain a secret is not written (reported by rule name, never the value)."""
+    """Render one proposal file per chunk whose text this repository has not seen; a chunk
+    whose file would contain a secret is not written (reported by rule name, never the value).
+
+    Seen: in the repository now (any status), in `waiting` (hashes of proposals not pushed
+    yet), or decided there before — approved (the file may have been removed since) or
+    rejected, unless a reviewer allowed that rejected text to be proposed again.
+    """
     now = now or timezone.now()
     stamp = memoryrail.format_timestamp(now)
     hashes, ids = _known(repository)
+    hashes |= waiting
+    texts = [(chunk, *split_content(chunk.content)) for chunk in chunks]
+    round_trips = {
+        id(chunk): content_hash(chunk_content(title, body)) for chunk, title, body in texts
+    }
+    decided = decided_texts(
+        repository, [c.content_hash for c in chunks] + list(round_trips.values())
+    )
     result = DraftResult()
-    for chunk in chunks:
-        title, body = split_content(chunk.content)
-        if chunk.content_hash in hashes or content_hash(chunk_content(title, body)) in hashes:
+    for chunk, title, body in texts:
+        round_trip = round_trips[id(chunk)]
+        if chunk.content_hash in hashes or round_trip in hashes:
             result.existing += 1
+            continue
+        last = _latest(decided.get(chunk.content_hash), decided.get(round_trip))
+        if last is not None and last.blocks:
+            if last.kind == DecisionKind.REJECT:
+                result.rejected.append((chunk.label, last))
+            else:
+                result.existing += 1
             continue
         kind, tags = memoryrail_type(chunk.memory_type, chunk.tags)
         day = (chunk.created_at or now).strftime("%Y%m%d")

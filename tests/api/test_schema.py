@@ -36,6 +36,7 @@ API_PATHS = {
     "/api/reviews/decisions/": {"get"},
     "/api/reviews/decisions/{id}/": {"get"},
     "/api/reviews/decisions/{id}/retry/": {"post"},
+    "/api/reviews/decisions/{id}/allow-reproposal/": {"post"},
     "/v1/brain/export": {"post"},
     "/v1/brain/export/stream": {"post"},
     "/v1/brain/import": {"post"},

@@ -31,6 +31,7 @@ class TeamObjects:
     repository: Repository
     proposal: Memory
     decision: Decision
+    rejection: Decision  # pushed: a rejection imports respect until a reviewer lifts it
     job: ImportJob
     endpoint: WebhookEndpoint
     delivery: WebhookDelivery
@@ -117,6 +118,11 @@ def build_team(
     hook.unlink()
     decision.refresh_from_db()
     assert decision.state == "failed", decision.state_detail
+    secret = Memory.objects.get(repository=repository, memory_id="20260202-deploy-key")
+    rejection = review_services.proposal_reject(actor=actor, memory=secret, comment="no")
+    review_services.repository_push_pending(repository_id=repository.pk)
+    rejection.refresh_from_db()
+    assert rejection.state == "pushed", rejection.state_detail
 
     bundle_import(
         team=team,
@@ -147,6 +153,7 @@ def build_team(
         repository=repository,
         proposal=proposal,
         decision=decision,
+        rejection=rejection,
         job=job,
         endpoint=endpoint,
         delivery=delivery,
