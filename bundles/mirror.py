@@ -416,6 +416,7 @@ def _reconcile(
             left[origin.chunk_id] = ref
     chunk_updates: dict[int, Chunk] = {}
     bump: set[int] = set()
+    gained: set[int] = set()  # chunks an origin (re)activates on: no longer withdrawn
     new_origins: list[ChunkOrigin] = []
     origin_updates: list[ChunkOrigin] = []
     for ref, (item, record) in parsed.items():
@@ -438,10 +439,12 @@ def _reconcile(
                 )
             )
             bump.add(chunk.pk)
+            gained.add(chunk.pk)
             continue
         moved = origin.chunk_id != chunk.pk or not origin.active
         if moved:
             bump.add(chunk.pk)
+            gained.add(chunk.pk)
             result.activated += 1
         if moved or origin.expires_at != item.expires_at or origin.metadata != item.provenance:
             origin.chunk_id, origin.active = chunk.pk, True
@@ -476,6 +479,7 @@ def _reconcile(
         result.chunks_updated = len(chunk_updates)
     _drop_provenance(left, keep=set(chunk_updates), now=now)
     created_ids = {chunks[digest].pk for digest in missing}
+    _mark_withdrawn(left=set(left) - gained, back=gained - created_ids, now=now)
     bump -= created_ids
     if bump:
         ids = sorted(bump)
@@ -542,6 +546,23 @@ def _refresh_chunk(
     updates[chunk.pk] = chunk
     if not only_time:  # a new retrieval time alone is not a change for `since` exports
         bump.add(chunk.pk)
+
+
+def _mark_withdrawn(*, left: set[int], back: set[int], now: datetime) -> None:
+    """Keep `Chunk.withdrawn_at` true: set when a mirror-only chunk loses its last active
+    origin, cleared when one comes back (bundles.services.prune deletes after retention)."""
+    ids = sorted(back)
+    for start in range(0, len(ids), LOOKUP_BATCH):
+        Chunk.objects.filter(
+            pk__in=ids[start : start + LOOKUP_BATCH], withdrawn_at__isnull=False
+        ).update(withdrawn_at=None)
+    ids = sorted(left)
+    for start in range(0, len(ids), LOOKUP_BATCH):
+        Chunk.objects.filter(
+            pk__in=ids[start : start + LOOKUP_BATCH], standalone=False, withdrawn_at__isnull=True
+        ).exclude(Exists(ChunkOrigin.objects.filter(chunk_id=OuterRef("pk"), active=True))).update(
+            withdrawn_at=now
+        )
 
 
 def _drop_provenance(left: dict[int, str], *, keep: set[int], now: datetime) -> None:

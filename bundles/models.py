@@ -96,6 +96,10 @@ class Chunk(models.Model):
     # SHA-256 of the record this chunk was imported from, as validated (bundles.services.
     # imports): a re-import that carries the very same record need not validate it again.
     import_digest = models.BinaryField(null=True, blank=True, editable=False)
+    # A mirror-only chunk (standalone False) that lost its last active origin: since when.
+    # Cleared when an origin comes back; bundles.services.prune deletes it after the
+    # retention period (MEMORYADMIN_BRAIN_WITHDRAWN_RETENTION_DAYS).
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
 
     objects = ChunkQuerySet.as_manager()
 
@@ -107,6 +111,12 @@ class Chunk(models.Model):
             models.Index(fields=["team", "memory_type"], name="chunk_team_type"),
             models.Index(fields=["team", "updated_at"], name="chunk_team_updated"),
             models.Index(fields=["team", "is_dna"], name="chunk_team_dna"),
+            # Only mirror-only chunks: imports (standalone) never write this index.
+            models.Index(
+                fields=["team", "withdrawn_at"],
+                name="chunk_mirror_withdrawn",
+                condition=models.Q(standalone=False),
+            ),
         ]
         ordering = ["-id"]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Exists, IntegerField, OuterRef, Prefetch, Q, QuerySet
 from django.db.models.fields.json import KT
@@ -69,6 +70,7 @@ def brain_summary(team: Team) -> dict[str, Any]:
         .exclude(Q(standalone=True) | Exists(active_origins()))
         .count(),
     }
+    summary["withdrawn_retention_days"] = settings.BRAIN_WITHDRAWN_RETENTION_DAYS
     summary["by_origin"] = list(
         ChunkOrigin.objects.filter(team=team, active=True)
         .values("kind")
@@ -102,6 +104,7 @@ def chunk_page(team: Team, page_number: str | int | None, per_page: int = 25) ->
             "suspicious",
             "created_at",
             "standalone",
+            "withdrawn_at",
         )
         .annotate(has_active_origin=Exists(active_origins()))
         .prefetch_related(Prefetch("origins", queryset=_origins_for_page()))

@@ -47,3 +47,16 @@ def sweep_import_jobs() -> int:
     from bundles.services.imports import import_jobs_sweep
 
     return len(import_jobs_sweep())
+
+
+@shared_task(name="bundles.tasks.prune_withdrawn_chunks", ignore_result=True)
+def prune_withdrawn_chunks() -> dict[str, int]:
+    """Beat, daily: delete mirror-only chunks withdrawn longer than the retention period."""
+    from bundles.services.prune import brain_prune_withdrawn
+
+    results = brain_prune_withdrawn()
+    return {
+        "teams": len(results),
+        "deleted": sum(r.deleted for r in results),
+        "failed": sum(1 for r in results if r.error),
+    }

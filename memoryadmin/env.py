@@ -51,14 +51,17 @@ def env_bool(name: str, default: bool) -> bool:
     raise ConfigError(f"{name} must be 'true' or 'false', not {value!r}")
 
 
-def env_int(name: str, default: int) -> int:
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     value = env_str(name)
     if value is None:
         return default
     try:
-        return int(value)
+        number = int(value)
     except ValueError as exc:
         raise ConfigError(f"{name} must be an integer, not {value!r}") from exc
+    if minimum is not None and number < minimum:
+        raise ConfigError(f"{name} must be at least {minimum}, not {number}")
+    return number
 
 
 def env_list(name: str, default: list[str]) -> list[str]:

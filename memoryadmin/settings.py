@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 
 from memoryadmin.env import ConfigError, env_bool, env_int, env_list, env_str
 
@@ -212,6 +213,11 @@ CELERY_BEAT_SCHEDULE = {
     },
     "webhooks-deliver-due": {"task": "webhooks.tasks.deliver_due", "schedule": 60.0},
     "bundles-sweep-imports": {"task": "bundles.tasks.sweep_import_jobs", "schedule": 60.0},
+    # Daily, at a quiet hour (UTC): delete mirror-only chunks withdrawn past their retention.
+    "bundles-prune-withdrawn": {
+        "task": "bundles.tasks.prune_withdrawn_chunks",
+        "schedule": crontab(minute=40, hour=3),
+    },
 }
 LOCK_DIR = DATA_DIR / "locks"
 LOCK_LEASE_SECONDS = env_int("MEMORYADMIN_LOCK_LEASE_SECONDS", 30)  # Redis locks, renewed
@@ -227,6 +233,10 @@ SOURCE_MAX_ENTRIES = env_int("MEMORYADMIN_SOURCE_MAX_ENTRIES", 20_000)
 BUNDLE_MAX_BYTES = env_int("MEMORYADMIN_BUNDLE_MAX_BYTES", 512 * 1024 * 1024)
 BUNDLE_SYNC_IMPORT_MAX_BYTES = env_int("MEMORYADMIN_BUNDLE_SYNC_IMPORT_MAX_BYTES", 32 * 1024 * 1024)
 BUNDLE_IMPORT_LEASE_SECONDS = env_int("MEMORYADMIN_BUNDLE_IMPORT_LEASE_SECONDS", 600)
+# A chunk only a mirror created, withdrawn (no active origin) for this many days, is deleted.
+BRAIN_WITHDRAWN_RETENTION_DAYS = env_int(
+    "MEMORYADMIN_BRAIN_WITHDRAWN_RETENTION_DAYS", 30, minimum=0
+)
 REPOSITORY_ALLOW_LOCAL_REMOTES = env_bool("MEMORYADMIN_REPOSITORY_ALLOW_LOCAL_REMOTES", DEBUG)
 REVIEW_BOT_IDENTITY = env_str("MEMORYADMIN_REVIEW_BOT_IDENTITY", "memoryadmin <bot@localhost>")
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MEMORYADMIN_UPLOAD_MAX_MEMORY_BYTES", 8 * 1024 * 1024)

@@ -254,7 +254,8 @@ def source_delete(*, actor: Actor, source: Source) -> dict[str, int]:
     its records from the brain in the same transaction. Returns what was removed, by kind.
 
     The brain is reconciled as for a disabled source: chunks that only this source backed stop
-    being served (chunks themselves are never deleted by automatic processes). A refresh still
+    being served (they are deleted only by the brain's daily prune, after the retention period
+    for withdrawn chunks: bundles.services.prune). A refresh still
     running for it finds the source gone and ends quietly (tasks.refresh_source)."""
     source = Source.objects.select_for_update(of=("self",)).select_related("team").get(pk=source.pk)
     team, pk = source.team, source.pk

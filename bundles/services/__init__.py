@@ -19,11 +19,15 @@ from bundles.services.imports import (
     import_job_create,
     import_job_run,
 )
+from bundles.services.prune import PruneResult, brain_prune_withdrawn, brain_prune_withdrawn_team
 
 __all__ = [
     "DnaProtectedError",
     "ExportRequest",
     "ImportOptions",
+    "PruneResult",
+    "brain_prune_withdrawn",
+    "brain_prune_withdrawn_team",
     "brain_settings_set",
     "bundle_export_json",
     "bundle_export_stream",

@@ -61,6 +61,14 @@ def test_it_reads_integers_strictly(monkeypatch):
         env_int(NAME, 7)
 
 
+def test_it_refuses_an_integer_below_its_minimum(monkeypatch):
+    monkeypatch.setenv(NAME, "0")
+    assert env_int(NAME, 7, minimum=0) == 0
+    monkeypatch.setenv(NAME, "-1")
+    with pytest.raises(ConfigError, match="at least 0, not -1"):
+        env_int(NAME, 7, minimum=0)
+
+
 def test_it_reads_comma_separated_lists(monkeypatch):
     assert env_list(NAME, ["a"]) == ["a"]
     monkeypatch.setenv(NAME, " x.example , ,y.example,")
@@ -134,6 +142,15 @@ def test_it_refuses_a_malformed_debug_flag(tmp_path):
     result = run_python(IMPORT_SETTINGS, tmp_path, MEMORYADMIN_DEBUG="yes")
     assert result.returncode != 0
     assert "MEMORYADMIN_DEBUG must be 'true' or 'false'" in result.stderr
+
+
+def test_it_refuses_a_negative_brain_retention_at_start(tmp_path):
+    env = {"MEMORYADMIN_DEBUG": "true"}
+    result = run_python(
+        IMPORT_SETTINGS, tmp_path, **env, MEMORYADMIN_BRAIN_WITHDRAWN_RETENTION_DAYS="-3"
+    )
+    assert result.returncode != 0
+    assert "MEMORYADMIN_BRAIN_WITHDRAWN_RETENTION_DAYS must be at least 0" in result.stderr
 
 
 def test_it_reads_the_secret_key_from_a_file(tmp_path):
