@@ -185,16 +185,14 @@ def proposal_drafts(
     stamp = memoryrail.format_timestamp(now)
     hashes, ids = _known(repository)
     hashes |= waiting
-    texts = [(chunk, *split_content(chunk.content)) for chunk in chunks]
-    round_trips = {
-        id(chunk): content_hash(chunk_content(title, body)) for chunk, title, body in texts
-    }
-    decided = decided_texts(
-        repository, [c.content_hash for c in chunks] + list(round_trips.values())
-    )
+    # Each chunk with its title, body and the hash of the text its file would hold.
+    texts = []
+    for chunk in chunks:
+        title, body = split_content(chunk.content)
+        texts.append((chunk, title, body, content_hash(chunk_content(title, body))))
+    decided = decided_texts(repository, [t[0].content_hash for t in texts] + [t[3] for t in texts])
     result = DraftResult()
-    for chunk, title, body in texts:
-        round_trip = round_trips[id(chunk)]
+    for chunk, title, body, round_trip in texts:
         if chunk.content_hash in hashes or round_trip in hashes:
             result.existing += 1
             continue
