@@ -170,8 +170,17 @@ def source_add(
     return source
 
 
+def _lock_fresh(source: Source) -> None:
+    """Lock the source's row and load it as it is now into `source`: a refresh may have stored
+    a snapshot since `source` was read, and a mirror must see it (the next refresh, unchanged,
+    skips the mirror, so records it missed would stay out of the brain)."""
+    Source.objects.select_for_update(of=("self",)).filter(pk=source.pk).first()
+    source.refresh_from_db()
+
+
 @transaction.atomic
 def source_approve(*, actor: Actor, source: Source) -> Source:
+    _lock_fresh(source)
     if source.state == SourceState.APPROVED:
         return source
     source.state = SourceState.APPROVED
@@ -193,6 +202,7 @@ def source_approve(*, actor: Actor, source: Source) -> Source:
 
 @transaction.atomic
 def source_disable(*, actor: Actor, source: Source) -> Source:
+    _lock_fresh(source)
     if source.state == SourceState.DISABLED:
         return source
     previous = source.state
