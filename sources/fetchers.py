@@ -168,7 +168,9 @@ class LocalFetcher:
         self.identity = identity
         self.policy = policy
         self._root: Path | None = None
-        self._folders: dict[str, Path] = {}  # relative folder -> resolved, inside the root
+        # relative folder -> its resolved path inside the root, as a string (pathlib's joins
+        # cost more than the lstat they lead to, 10,000 times per unchanged refresh)
+        self._folders: dict[str, str] = {}
 
     def root(self) -> Path:
         if self._root is None:
@@ -192,31 +194,32 @@ class LocalFetcher:
     def record_key(self, path: str) -> str:
         return path
 
-    def _inside(self, relative: str) -> Path:
+    def _inside(self, relative: str) -> str:
         """Resolve each segment in turn so a symlinked directory or file cannot leave the root.
 
         Folders checked once are remembered for this read (10,000 records share a few), and a
         plain file in a checked folder needs one lstat, not a resolve of the whole path."""
         folder, _, name = relative.rpartition("/")
         if name not in ("", ".", ".."):
-            parent = self._folders.get(folder) if folder else self.root()
+            parent = self._folders.get(folder) if folder else str(self.root())
             if parent is not None:
+                target = f"{parent}/{name}"
                 try:
-                    mode = os.lstat(parent / name).st_mode
+                    mode = os.lstat(target).st_mode
                 except (OSError, ValueError):
                     mode = 0
                 if stat.S_ISREG(mode):
-                    return parent / name
-        return self._resolve(relative)
+                    return target
+        return str(self._resolve(relative))
 
     def _resolve(self, relative: str) -> Path:
         root = self.root()
         current = root
         segments = relative.split("/")
-        folders: list[tuple[str, Path]] = []
+        folders: list[tuple[str, str]] = []
         for index, segment in enumerate(segments):
             if index:
-                folders.append(("/".join(segments[:index]), current))
+                folders.append(("/".join(segments[:index]), str(current)))
             current = current / segment
             try:
                 resolved = current.resolve(strict=True)
@@ -240,8 +243,8 @@ class LocalFetcher:
         self._folders.update(folders)  # each resolved, inside the root, and a folder
         return current
 
-    def _read(self, target: Path, limit: int, relative: str) -> bytes:
-        with target.open("rb") as handle:
+    def _read(self, target: str, limit: int, relative: str) -> bytes:
+        with open(target, "rb") as handle:
             data = handle.read(limit + 1)
         if len(data) > limit:
             raise om.Rejection("too-large", f"{relative} is over {limit} bytes", path=relative)

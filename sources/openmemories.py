@@ -320,11 +320,14 @@ def _parse_record(raw: bytes, *, expected_id: str | None, max_bytes: int) -> Rec
 # ----------------------------------------------------------------------------- paths
 
 
+_CONTROL_CHAR = re.compile("[\x00-\x1f\x7f]")
+
+
 def path_problem(path: str) -> str | None:
     """Why a manifest path breaks the 0.1 path rules, or None when it is acceptable."""
     if not path:
         return "the path is empty"
-    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in path):
+    if _CONTROL_CHAR.search(path):
         return "the path contains a control character"
     if "\\" in path:
         return "the path contains a backslash"
