@@ -1,4 +1,5 @@
-"""Bulk writes through PostgreSQL's COPY, for the few places that write thousands of rows.
+"""Bulk writes through PostgreSQL's COPY, and bulk reads as plain tuples, for the few places
+that move thousands of rows.
 
 Django's `bulk_create` compiles one placeholder per value and psycopg splits that query in
 Python: 10,000 mirrored chunks spent 2-3 s there. COPY sends rows that psycopg formats in C.
@@ -7,10 +8,15 @@ Other databases (SQLite, the embedded default) keep `bulk_create`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from django.db import connection, models
+from django.core.exceptions import EmptyResultSet
+from django.db import connection, models, transaction
+from django.db.models import QuerySet
+
+_cursor_names = itertools.count()
 
 
 def copy_rows(
@@ -80,3 +86,35 @@ def bulk_insert(
     conflict = "ON CONFLICT DO NOTHING" if ignore_conflicts else None
     copy_rows(model, columns, rows(), conflict=conflict)
     return len(objects)
+
+
+def stream_rows(
+    values: QuerySet,
+    *,
+    itersize: int = 1000,
+    json_loads: Callable[[bytes | str], Any] | None = None,
+) -> Iterator[tuple[Any, ...]]:
+    """The rows of a `values_list` queryset as plain tuples. PostgreSQL: a named (server-side)
+    cursor in binary, without Django's per-value converters (bytea arrives as bytes, not hex;
+    timestamps as datetimes; jsonb through `json_loads` when given — cast it to text in the
+    query to get its text). Elsewhere: Django's own iterator."""
+    if connection.vendor != "postgresql":
+        yield from values.iterator(chunk_size=itersize)
+        return
+    try:
+        sql, params = values.query.sql_with_params()
+    except EmptyResultSet:  # qs.none()
+        return
+    connection.ensure_connection()
+    # A named cursor lives in a transaction: the caller's, or one for this read
+    with (
+        transaction.atomic(savepoint=False),
+        connection.connection.cursor(name=f"rows_{next(_cursor_names)}", binary=True) as cursor,
+    ):
+        if json_loads is not None:
+            from psycopg.types.json import set_json_loads
+
+            set_json_loads(json_loads, cursor)
+        cursor.itersize = itersize
+        cursor.execute(sql, params)
+        yield from cursor

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 from base64 import b64encode
 from collections.abc import Iterator
@@ -12,7 +11,6 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
 from django.db.models import DateTimeField, JSONField, QuerySet, TextField
 from django.db.models.functions import Cast
@@ -33,6 +31,7 @@ from bundles.models import (
 from bundles.protocol import SECTIONS
 from bundles.readlog import id_summary
 from memoryadmin.audit import Actor, audit_record
+from memoryadmin.bulk import stream_rows
 from memoryadmin.models import Team
 
 ITERATOR_CHUNK = 1000
@@ -54,7 +53,6 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "mood_states": ("data",),
 }
 FLUSH_BYTES = 256 * 1024  # yield the body in pieces of about this size
-_cursor_names = itertools.count()
 
 
 @dataclass(frozen=True)
@@ -199,19 +197,10 @@ def _rows(queryset: QuerySet, columns: tuple[str, ...]) -> Iterator[tuple[Any, .
     if connection.vendor != "postgresql":
         yield from queryset.values_list(*columns).iterator(chunk_size=ITERATOR_CHUNK)
         return
-    values = queryset.values_list(*(_as_fetched(queryset.model, column) for column in columns))
-    try:
-        sql, params = values.query.sql_with_params()
-    except EmptyResultSet:  # qs.none(): sections a dna_only export leaves out
-        return
-    connection.ensure_connection()
-    name = f"export_{next(_cursor_names)}"
     # Binary results: an embedding arrives as its bytes, not as hex text to decode (fetching
     # 100k chunks: 0.82 s -> 0.48 s); jsonb and timestamps are cast to text in the query.
-    with connection.connection.cursor(name=name, binary=True) as cursor:
-        cursor.itersize = ITERATOR_CHUNK
-        cursor.execute(sql, params)
-        yield from cursor
+    values = queryset.values_list(*(_as_fetched(queryset.model, column) for column in columns))
+    yield from stream_rows(values, itersize=ITERATOR_CHUNK)
 
 
 def _as_fetched(model: type[Any], column: str) -> Any:

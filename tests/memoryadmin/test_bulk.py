@@ -57,3 +57,24 @@ def test_it_refuses_a_conflict_it_was_not_told_to_ignore(team):
     with pytest.raises(IntegrityError), transaction.atomic():
         bulk_insert(Chunk, [_chunk(team, "one")])
     assert Chunk.objects.filter(team=team).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_streams_the_rows_django_would_give_outside_a_transaction(team):
+    import json
+
+    from memoryadmin.bulk import stream_rows
+
+    bulk_insert(Chunk, [_chunk(team, "one"), _chunk(team, "two")])
+    values = (
+        Chunk.objects.filter(team=team)
+        .order_by("id")
+        .values_list("id", "content", "tags", "metadata", "embedding", "created_at", "valid_until")
+    )
+    expected = [tuple(bytes(v) if isinstance(v, memoryview) else v for v in row) for row in values]
+    got = [
+        tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)
+        for row in stream_rows(values, itersize=1, json_loads=json.loads)
+    ]
+    assert got == expected
+    assert got[0][2] == ["a", "ü"] and got[0][5] == WHEN
