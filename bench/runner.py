@@ -137,32 +137,8 @@ def bench_brain(run: Run) -> None:
         if first["chunks"]["inserted"] != chunks:
             raise SystemExit(f"import inserted {first['chunks']} of {chunks}")
         again = run.step("brain_import", team=team, path=str(path))
-        ratio = _ratio(first["seconds"], base["seconds"])
-        run.add(
-            Row(
-                "import, empty team",
-                label,
-                _seconds(first["seconds"]),
-                f"COPY FROM {_seconds(base['seconds'])}",
-                f"{ratio:.1f}x",
-                "<= 5x COPY",
-                ratio <= 5,
-                _mb(first["rss_growth_mb"]),
-            )
-        )
-        speedup = first["seconds"] / again["seconds"] if again["seconds"] else float("inf")
-        run.add(
-            Row(
-                "re-import, all duplicates",
-                label,
-                _seconds(again["seconds"]),
-                f"first import {_seconds(first['seconds'])}",
-                f"{speedup:.1f}x faster",
-                ">= 5x faster",
-                speedup >= 5,
-                _mb(again["rss_growth_mb"]),
-            )
-        )
+        names = ("import, empty team", "re-import, all duplicates")
+        _import_rows(run, names, label, base, first, again)
         base = run.step("export_baseline", team=team)
         for kind in ("json", "ndjson"):
             result = run.step("brain_export", team=team, kind=kind)
@@ -183,20 +159,22 @@ def bench_brain(run: Run) -> None:
         bench_own_export(run, team, label, base_import=import_base)
 
 
-def bench_own_export(run: Run, team: str, label: str, *, base_import: dict[str, Any]) -> None:
-    """2 again with the bundle our export wrote: manifest last (so the head is read in a pass
-    of its own), a checksum to verify, canonical records. The COPY baseline is the same."""
-    path = run.workdir / f"export-{team}.json"
-    run.step("brain_export_file", team=team, path=str(path))
-    first = run.step("brain_import", team=f"{team}-own", path=str(path))
-    again = run.step("brain_import", team=f"{team}-own", path=str(path))
-    ratio = _ratio(first["seconds"], base_import["seconds"])
+def _import_rows(
+    run: Run,
+    names: tuple[str, str],
+    label: str,
+    base: dict[str, Any],
+    first: dict[str, Any],
+    again: dict[str, Any],
+) -> None:
+    """The rows of an import into an empty team (against COPY) and of the same again."""
+    ratio = _ratio(first["seconds"], base["seconds"])
     run.add(
         Row(
-            "import of our own export, empty team",
+            names[0],
             label,
             _seconds(first["seconds"]),
-            f"COPY FROM {_seconds(base_import['seconds'])}",
+            f"COPY FROM {_seconds(base['seconds'])}",
             f"{ratio:.1f}x",
             "<= 5x COPY",
             ratio <= 5,
@@ -206,7 +184,7 @@ def bench_own_export(run: Run, team: str, label: str, *, base_import: dict[str, 
     speedup = first["seconds"] / again["seconds"] if again["seconds"] else float("inf")
     run.add(
         Row(
-            "re-import of our own export",
+            names[1],
             label,
             _seconds(again["seconds"]),
             f"first import {_seconds(first['seconds'])}",
@@ -216,6 +194,17 @@ def bench_own_export(run: Run, team: str, label: str, *, base_import: dict[str, 
             _mb(again["rss_growth_mb"]),
         )
     )
+
+
+def bench_own_export(run: Run, team: str, label: str, *, base_import: dict[str, Any]) -> None:
+    """2 again with the bundle our export wrote: manifest last (so the head is read in a pass
+    of its own), a checksum to verify, canonical records. The COPY baseline is the same."""
+    path = run.workdir / f"export-{team}.json"
+    run.step("brain_export_file", team=team, path=str(path))
+    first = run.step("brain_import", team=f"{team}-own", path=str(path))
+    again = run.step("brain_import", team=f"{team}-own", path=str(path))
+    names = ("import of our own export, empty team", "re-import of our own export")
+    _import_rows(run, names, label, base_import, first, again)
     path.unlink(missing_ok=True)
 
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django import forms
 
+from sources.fetchers import Credential
 from sources.models import CredentialKind
 from sources.services import MAX_SECRET_CHARS, MAX_USERNAME_CHARS
 
@@ -37,6 +38,16 @@ class CredentialFields(forms.Form):
         if kind == CredentialKind.BASIC and not data.get("username"):
             self.add_error("username", "Enter the user name.")
         return data
+
+    def credential(self) -> Credential:
+        """The credential the valid form describes."""
+        data = self.cleaned_data
+        return Credential(
+            kind=data["credential_kind"],
+            token=data["token"],
+            username=data["username"],
+            password=data["password"],
+        )
 
 
 class SourceAddForm(CredentialFields):

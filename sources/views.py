@@ -17,7 +17,6 @@ from memoryadmin.audit import Actor
 from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import form_add_errors, team_view
 from sources import selectors, services
-from sources.fetchers import Credential
 from sources.forms import SourceAddForm, SourceCredentialForm
 from sources.models import Health, RefreshRun, Source, SourceKind, SourceState
 
@@ -39,12 +38,7 @@ def source_add(request: HttpRequest) -> HttpResponse:
     form = SourceAddForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        credential = Credential(
-            kind=data["credential_kind"],
-            token=data["token"],
-            username=data["username"],
-            password=data["password"],
-        )
+        credential = form.credential()
         try:
             source = services.source_add(
                 actor=Actor.from_request(request),
@@ -158,13 +152,7 @@ def source_credential(request: HttpRequest, source_id: int) -> HttpResponse:
     source = selectors.team_source(request.team, source_id)
     form = SourceCredentialForm(request.POST)
     if form.is_valid():
-        data = form.cleaned_data
-        credential = Credential(
-            kind=data["credential_kind"],
-            token=data["token"],
-            username=data["username"],
-            password=data["password"],
-        )
+        credential = form.credential()
         try:
             source = services.source_credential_set(
                 actor=Actor.from_request(request), source=source, credential=credential
