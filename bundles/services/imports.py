@@ -182,8 +182,7 @@ class _Importer:
     ) -> None:
         self.team = team
         self.actor = actor or Actor.system()
-        self.to_propose: list[Any] = []
-        self.propose_overflow = 0
+        self.proposal_drafts: Any = None  # bundles.services.proposals.ImportProposalDrafts
         self.claimed_provenance = 0
         self.envelope = envelope
         self.manifest = envelope.manifest
@@ -324,13 +323,14 @@ class _Importer:
     def _collect_proposal(self, index: int, record: ChunkRecord) -> None:
         if self.options.propose_to is None or not record.is_dna:
             return
-        from bundles.services.proposals import PROPOSE_MAX
+        from bundles.services.proposals import ImportProposalDrafts
         from reviews.services.proposals import ChunkToPropose
 
-        if len(self.to_propose) >= PROPOSE_MAX:
-            self.propose_overflow += 1
-            return
-        self.to_propose.append(
+        if self.proposal_drafts is None:
+            self.proposal_drafts = ImportProposalDrafts(
+                team=self.team, actor=self.actor, repository_id=self.options.propose_to
+            )
+        self.proposal_drafts.add(
             ChunkToPropose(
                 label=f"chunks[{index}]",
                 content=record.content,
@@ -345,15 +345,12 @@ class _Importer:
     def _propose(self) -> dict[str, Any] | None:
         if self.options.propose_to is None:
             return None
-        from bundles.services.proposals import import_proposals_create
+        from bundles.services.proposals import ImportProposalDrafts, import_proposals_create
 
-        summary, warnings = import_proposals_create(
-            team=self.team,
-            actor=self.actor,
-            repository_id=self.options.propose_to,
-            chunks=self.to_propose,
-            overflow=self.propose_overflow,
+        drafts = self.proposal_drafts or ImportProposalDrafts(
+            team=self.team, actor=self.actor, repository_id=self.options.propose_to
         )
+        summary, warnings = import_proposals_create(team=self.team, actor=self.actor, drafts=drafts)
         for warning in warnings:
             self.report.warn(warning)
         return summary

@@ -45,25 +45,83 @@ def propose_target(*, team: Team, repository_id: Any) -> int:
     return pk
 
 
+class ImportProposalDrafts:
+    """An import's DNA chunks drafted as proposals while the import runs, a group of
+    PROPOSE_MAX at a time, so texts the repository has seen (held, waiting, approved or
+    rejected) are counted in the report and never use up the limit of PROPOSE_MAX drafts."""
+
+    def __init__(self, *, team: Team, actor: Actor, repository_id: int) -> None:
+        from reviews.models import Repository
+        from reviews.services.proposals import DraftResult
+
+        self.repository_id = repository_id
+        self.repository = Repository.objects.filter(pk=repository_id, team=team).first()
+        self.usable = self.repository is not None and self.repository.push_enabled
+        self.now = timezone.now()
+        self.provenance = {
+            "origin": "import",
+            "imported_by": actor.label,
+            "imported_at": self.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        self.waiting = _waiting_hashes(repository_id) if self.usable else set()
+        self.taken_ids: set[str] = set()
+        self.pending: list[Any] = []
+        self.result = DraftResult()
+        self.candidates = 0
+        self.overflow = 0
+
+    def add(self, chunk: Any) -> None:
+        self.candidates += 1
+        if not self.usable:
+            return
+        if len(self.result.drafts) >= PROPOSE_MAX:
+            self.overflow += 1
+            return
+        self.pending.append(chunk)
+        if len(self.pending) >= PROPOSE_MAX:
+            self.flush()
+
+    def flush(self) -> None:
+        """Draft the pending chunks; drafts past the limit count as left out."""
+        from reviews.services.proposals import proposal_drafts
+
+        if not self.pending or not self.usable:
+            self.pending = []
+            return
+        part = proposal_drafts(
+            repository=self.repository,  # type: ignore[arg-type]
+            chunks=self.pending,
+            provenance=self.provenance,
+            now=self.now,
+            waiting=self.waiting,
+            taken_ids=self.taken_ids,
+        )
+        self.pending = []
+        kept = part.drafts[: PROPOSE_MAX - len(self.result.drafts)]
+        self.overflow += len(part.drafts) - len(kept)
+        self.result.drafts.extend(kept)
+        self.result.existing += part.existing
+        self.result.rejected.extend(part.rejected)
+        self.result.secrets.extend(part.secrets)
+        self.result.invalid.extend(part.invalid)
+        self.waiting |= {draft["content_hash"] for draft in kept}
+        self.taken_ids |= {draft["memory_id"] for draft in kept}
+
+
 def import_proposals_create(
-    *,
-    team: Team,
-    actor: Actor,
-    repository_id: int,
-    chunks: list[Any],
-    overflow: int,
+    *, team: Team, actor: Actor, drafts: ImportProposalDrafts
 ) -> tuple[dict[str, Any], list[str]]:
-    """Render and store the proposals (inside the import's transaction) and queue the push.
+    """Store the drafted proposals (inside the import's transaction) and queue the push.
 
     Returns the report section and its warnings. Chunks with a secret finding are not written.
     """
-    from reviews.models import Repository
-    from reviews.services.proposals import agent_identity, proposal_drafts
+    from reviews.services.proposals import agent_identity
 
-    repository = Repository.objects.filter(pk=repository_id, team=team).first()
+    drafts.flush()
+    repository, result, overflow = drafts.repository, drafts.result, drafts.overflow
     summary: dict[str, Any] = {
-        "repository": repository_id,
-        "candidates": len(chunks) + overflow,
+        "repository": drafts.repository_id,
+        "candidates": drafts.candidates,
         "proposed": 0,
         "skipped_existing": 0,
         "skipped_rejected": 0,
@@ -73,21 +131,11 @@ def import_proposals_create(
         "proposal": None,
     }
     warnings: list[str] = []
-    if repository is None or not repository.push_enabled:
-        warnings.append(f"propose_to: repository {repository_id} cannot take proposals any more")
+    if repository is None or not drafts.usable:
+        warnings.append(
+            f"propose_to: repository {drafts.repository_id} cannot take proposals any more"
+        )
         return summary, warnings
-    now = timezone.now()
-    result = proposal_drafts(
-        repository=repository,
-        chunks=chunks,
-        provenance={
-            "origin": "import",
-            "imported_by": actor.label,
-            "imported_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        },
-        now=now,
-        waiting=_waiting_hashes(repository.pk),
-    )
     summary.update(
         proposed=len(result.drafts),
         skipped_existing=result.existing,

@@ -173,6 +173,7 @@ def proposal_drafts(
     provenance: dict[str, Any],
     now: datetime | None = None,
     waiting: set[str] | frozenset[str] = frozenset(),
+    taken_ids: set[str] | frozenset[str] = frozenset(),
 ) -> DraftResult:
     """Render one proposal file per chunk whose text this repository has not seen; a chunk
     whose file would contain a secret is not written (reported by rule name, never the value).
@@ -185,6 +186,7 @@ def proposal_drafts(
     stamp = memoryrail.format_timestamp(now)
     hashes, ids = _known(repository)
     hashes |= waiting
+    ids |= taken_ids  # memory ids of drafts not in the repository yet
     # Each chunk with its title, body and the hash of the text its file would hold.
     texts = []
     for chunk in chunks:

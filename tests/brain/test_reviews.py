@@ -227,3 +227,34 @@ def test_it_describes_the_mapping_in_the_spec(api_client):
         "tags": [],
     }
     assert brain["type_mapping"]["openmemories"]["project"]["tags"] == ["project"]
+
+
+def test_it_spends_the_proposal_limit_only_on_texts_the_repository_has_not_seen(
+    repository, team, token_client, django_capture_on_commit_callbacks, monkeypatch
+):
+    from bundles.services import proposals
+
+    monkeypatch.setattr(proposals, "PROPOSE_MAX", 2)
+    client = token_client(team, ["bundles:import"])
+    seen = [chunk(1, POSTGRES, "decision"), chunk(2, SQL, "decision")]  # in the repository
+    new = [
+        chunk(3, FLAGS, "decision"),
+        chunk(4, CACHE, "pitfall"),
+        chunk(5, "Third\n\nx", "procedure"),
+    ]
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            f"/v1/brain/import?propose_to={repository.pk}",
+            data=orjson.dumps(make_bundle(chunks=[*seen, *new])),
+            content_type="application/json",
+        )
+    assert response.status_code == 200, response.content
+    report = response.json()["report"]["proposals"]
+    # The two seen texts come first and used to fill the limit of 2; now they are counted as
+    # seen and the limit goes to new texts (the third new one is left out, and said so).
+    assert report["candidates"] == 5
+    assert report["skipped_existing"] == 2
+    assert report["proposed"] == 2
+    assert report["skipped_limit"] == 1
+    titles = {item["title"] for item in ImportProposal.objects.get().items}
+    assert titles == {"Use feature flags", "Caching the build failed"}
