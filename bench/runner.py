@@ -78,6 +78,60 @@ def _mb(value: float) -> str:
     return f"+{value:.0f} MB"
 
 
+def _against(
+    run: Run,
+    name: str,
+    size: str,
+    result: dict[str, Any],
+    base: tuple[str, dict[str, Any]],
+    target: str,
+    limit: float | None,
+    *,
+    seconds: str = "seconds",
+    also: bool = True,
+) -> None:
+    """A row: `result` as a ratio to a baseline of the same run; holds at `limit` or below
+    (and `also`); `limit` None: informative."""
+    ratio = _ratio(result[seconds], base[1]["seconds"])
+    holds = None if limit is None else ratio <= limit and also
+    run.add(
+        Row(
+            name,
+            size,
+            _seconds(result[seconds]),
+            f"{base[0]} {_seconds(base[1]['seconds'])}",
+            f"{ratio:.1f}x",
+            target,
+            holds,
+            _mb(result["rss_growth_mb"]),
+        )
+    )
+
+
+def _faster(
+    run: Run,
+    name: str,
+    size: str,
+    fast: dict[str, Any],
+    slow: tuple[str, dict[str, Any]],
+    at_least: float,
+) -> None:
+    """A row: how many times faster `fast` was than `slow`; holds at `at_least` or more."""
+    speedup = slow[1]["seconds"] / fast["seconds"] if fast["seconds"] else float("inf")
+    run.add(
+        Row(
+            name,
+            size,
+            _seconds(fast["seconds"]),
+            f"{slow[0]} {_seconds(slow[1]['seconds'])}",
+            f"{speedup:.1f}x faster",
+            f">= {at_least:g}x faster",
+            speedup >= at_least,
+            _mb(fast["rss_growth_mb"]),
+        )
+    )
+
+
 # -- database -------------------------------------------------------------------------------
 
 
@@ -142,19 +196,10 @@ def bench_brain(run: Run) -> None:
         base = run.step("export_baseline", team=team)
         for kind in ("json", "ndjson"):
             result = run.step("brain_export", team=team, kind=kind)
-            ratio = _ratio(result["seconds"], base["seconds"])
-            run.add(
-                Row(
-                    f"export, {'JSON' if kind == 'json' else 'NDJSON stream'}",
-                    label,
-                    _seconds(result["seconds"]),
-                    f"COPY TO {_seconds(base['seconds'])}",
-                    f"{ratio:.1f}x",
-                    "<= 3x COPY, < 150 MB",
-                    ratio <= 3 and result["rss_growth_mb"] < 150,
-                    _mb(result["rss_growth_mb"]),
-                )
-            )
+            name = f"export, {'JSON' if kind == 'json' else 'NDJSON stream'}"
+            target = "<= 3x COPY, < 150 MB"
+            also = result["rss_growth_mb"] < 150
+            _against(run, name, label, result, ("COPY TO", base), target, 3, also=also)
         path.unlink(missing_ok=True)
         bench_own_export(run, team, label, base_import=import_base)
 
@@ -168,32 +213,8 @@ def _import_rows(
     again: dict[str, Any],
 ) -> None:
     """The rows of an import into an empty team (against COPY) and of the same again."""
-    ratio = _ratio(first["seconds"], base["seconds"])
-    run.add(
-        Row(
-            names[0],
-            label,
-            _seconds(first["seconds"]),
-            f"COPY FROM {_seconds(base['seconds'])}",
-            f"{ratio:.1f}x",
-            "<= 5x COPY",
-            ratio <= 5,
-            _mb(first["rss_growth_mb"]),
-        )
-    )
-    speedup = first["seconds"] / again["seconds"] if again["seconds"] else float("inf")
-    run.add(
-        Row(
-            names[1],
-            label,
-            _seconds(again["seconds"]),
-            f"first import {_seconds(first['seconds'])}",
-            f"{speedup:.1f}x faster",
-            ">= 5x faster",
-            speedup >= 5,
-            _mb(again["rss_growth_mb"]),
-        )
-    )
+    _against(run, names[0], label, first, ("COPY FROM", base), "<= 5x COPY", 5)
+    _faster(run, names[1], label, again, ("first import", first), 5)
 
 
 def bench_own_export(run: Run, team: str, label: str, *, base_import: dict[str, Any]) -> None:
@@ -218,32 +239,10 @@ def bench_source(run: Run) -> int:
     source_id = run.step("source_setup", team="bench-source", path=str(root))["source_id"]
     cold = run.step("source_refresh", source_id=source_id)
     warm = run.step("source_refresh", source_id=source_id)
-    ratio = _ratio(cold["seconds"], base["seconds"])
-    run.add(
-        Row(
-            "source refresh, cold",
-            label,
-            _seconds(cold["seconds"]),
-            f"read + parse {_seconds(base['seconds'])}",
-            f"{ratio:.1f}x",
-            "<= 2x read + parse",
-            ratio <= 2,
-            _mb(cold["rss_growth_mb"]),
-        )
+    _against(
+        run, "source refresh, cold", label, cold, ("read + parse", base), "<= 2x read + parse", 2
     )
-    speedup = cold["seconds"] / warm["seconds"] if warm["seconds"] else float("inf")
-    run.add(
-        Row(
-            "source refresh, unchanged",
-            label,
-            _seconds(warm["seconds"]),
-            f"cold {_seconds(cold['seconds'])}",
-            f"{speedup:.1f}x faster",
-            ">= 20x faster",
-            speedup >= 20,
-            _mb(warm["rss_growth_mb"]),
-        )
-    )
+    _faster(run, "source refresh, unchanged", label, warm, ("cold", cold), 20)
     return source_id
 
 
@@ -257,19 +256,8 @@ def bench_review_index(run: Run) -> tuple[int, Path]:
     index = run.step("review_index", repository_id=repository_id)
     if index["proposed"] != proposals:
         raise SystemExit(f"indexed {index['proposed']} proposals, expected {proposals}")
-    ratio = _ratio(index["seconds"], base["seconds"])
-    run.add(
-        Row(
-            "review: index (sync)",
-            f"{memories:,} memories, {proposals:,} proposals",
-            _seconds(index["seconds"]),
-            f"clone + parse {_seconds(base['seconds'])}",
-            f"{ratio:.1f}x",
-            "(none set)",
-            None,
-            _mb(index["rss_growth_mb"]),
-        )
-    )
+    size = f"{memories:,} memories, {proposals:,} proposals"
+    _against(run, "review: index (sync)", size, index, ("clone + parse", base), "(none set)", None)
     return repository_id, bare
 
 
@@ -279,32 +267,11 @@ def bench_review_approve(run: Run, repository_id: int, bare: Path) -> None:
     base = run.step("review_baseline", bare=str(bare), paths=paths)
     result = run.step("review_approve", team="bench-review", repository_id=repository_id)
     label = f"{proposals:,} proposals → 1 commit"
-    ratio = _ratio(result["pushed_seconds"], base["seconds"])
-    run.add(
-        Row(
-            "review: batch approve, commit, push",
-            label,
-            _seconds(result["pushed_seconds"]),
-            f"shell + git {_seconds(base['seconds'])}",
-            f"{ratio:.1f}x",
-            "<= 2x git",
-            ratio <= 2,
-            _mb(result["rss_growth_mb"]),
-        )
-    )
-    ratio = _ratio(result["seconds"], base["seconds"])
-    run.add(
-        Row(
-            "review: … and re-index after the push",
-            label,
-            _seconds(result["seconds"]),
-            f"shell + git {_seconds(base['seconds'])}",
-            f"{ratio:.1f}x",
-            "(informative)",
-            None,
-            _mb(result["rss_growth_mb"]),
-        )
-    )
+    git = ("shell + git", base)
+    name = "review: batch approve, commit, push"
+    _against(run, name, label, result, git, "<= 2x git", 2, seconds="pushed_seconds")
+    name = "review: … and re-index after the push"
+    _against(run, name, label, result, git, "(informative)", None)
 
 
 def _free_port() -> int:

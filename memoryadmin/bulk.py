@@ -9,9 +9,11 @@ Other databases (SQLite, the embedded default) keep `bulk_create`.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+import orjson
 from django.core.exceptions import EmptyResultSet
 from django.db import connection, models, transaction
 from django.db.models import QuerySet
@@ -86,6 +88,15 @@ def bulk_insert(
     conflict = "ON CONFLICT DO NOTHING" if ignore_conflicts else None
     copy_rows(model, columns, rows(), conflict=conflict)
     return len(objects)
+
+
+def json_loads(data: bytes | str) -> Any:
+    """orjson's parse, or the standard library's for what orjson refuses (integers past 64
+    bits): JSON we stored or canonicalised ourselves, read back fast."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 def stream_rows(

@@ -10,14 +10,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import orjson
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
 from memoryadmin import crypto
 from memoryadmin.audit import Actor, audit_record
-from memoryadmin.bulk import bulk_insert, stream_rows
+from memoryadmin.bulk import bulk_insert, json_loads, stream_rows
 from memoryadmin.models import Team
 from sources import fetchers
 from sources import openmemories as om
@@ -416,20 +415,13 @@ def _previous_state(
         # tuples straight from psycopg: Django's converters were half of an unchanged refresh
         rows = {
             row[1]: _Previous(*row)
-            for row in stream_rows(values, itersize=2000, json_loads=_json_loads)
+            for row in stream_rows(values, itersize=2000, json_loads=json_loads)
         }
     validators = {
         v.url: fetchers.Validator(v.etag, v.last_modified, v.content_hash)
         for v in HttpValidator.objects.filter(source=source)
     }
     return snapshot, rows, validators
-
-
-def _json_loads(data: bytes | str) -> Any:
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:  # integers past 64 bits
-        return json.loads(data)
 
 
 def _as_record(row: _Previous) -> om.Record:

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -39,7 +40,7 @@ from bundles.models import (
 )
 from bundles.protocol import SECTIONS, BundleError, ChunkRecord, EdgeRecord, EntityRecord
 from memoryadmin.audit import Actor, audit_record
-from memoryadmin.bulk import copy_rows
+from memoryadmin.bulk import copy_rows, json_loads
 from memoryadmin.models import Team
 from webhooks import events as webhook_events
 from webhooks.services import event_emit
@@ -227,7 +228,8 @@ class _Importer:
             if self.envelope.sections.get(section) != "array":
                 continue
             self.report.section = section
-            items = self._feed(section, read_section(section), checksum)
+            sink = partial(checksum.feed_encoded, section)
+            items = self._feed(section, read_section(section), sink)
             self._section(section, items)
         return self._finish(checksum)
 
@@ -247,11 +249,11 @@ class _Importer:
         spool = tempfile.TemporaryFile(buffering=SPOOL_BUFFER)  # noqa: SIM115 - finish_stream
         self.spools[section] = spool
         self.report.section = section
-        items = self._feed_spooled(section, records, spool)
+        items = self._feed(section, records, partial(_spool_line, spool.write))
         if section == "memory_edges" and not self.chunks_read:
             self.edge_spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed in finish_stream
             for _, _, data in items:
-                self.edge_spool.write(data + b"\n")
+                _spool_line(self.edge_spool.write, data)
             return
         self._section(section, items)
         if section == "chunks":
@@ -263,7 +265,7 @@ class _Importer:
                 self.report.section = "memory_edges"
                 self.edge_spool.seek(0)
                 self._section_memory_edges(
-                    (index, _load_line(line)) for index, line in enumerate(self.edge_spool)
+                    (index, json_loads(line)) for index, line in enumerate(self.edge_spool)
                 )
             checksum = protocol.StreamingChecksum(head, envelope.sections)
             for section in SECTIONS:
@@ -285,23 +287,6 @@ class _Importer:
             if spool is not None:
                 spool.close()
         self.spools, self.edge_spool = {}, None
-
-    def _feed_spooled(
-        self, section: str, records: Iterator[Any], spool: IO[bytes]
-    ) -> Iterator[tuple[int, Any, bytes]]:
-        encode = protocol.encode_record
-        write = spool.write
-        for index, raw in enumerate(records):
-            try:
-                data = encode(raw)[1]
-            except BundleError as exc:
-                raise BundleError(exc.code, exc.message, f"{section}[{index}]") from exc
-            write(data)
-            write(b"\n")
-            self.done += 1
-            if self.progress is not None and self.done % PROGRESS_EVERY == 0:
-                self.progress(self.done, self.total)
-            yield index, raw, data
 
     def _finish(self, checksum: protocol.StreamingChecksum) -> dict[str, Any]:
         self.report.section = None
@@ -356,13 +341,15 @@ class _Importer:
         return summary
 
     def _feed(
-        self, section: str, records: Iterator[Any], checksum: protocol.StreamingChecksum
+        self, section: str, records: Iterator[Any], sink: Callable[[bytes], Any]
     ) -> Iterator[tuple[int, Any, bytes]]:
+        """(index, record, canonical bytes) per record; the bytes also go to `sink` (the
+        checksum, or a spool hashed at the end), and progress is published as they pass."""
         encode = protocol.encode_record
         for index, raw in enumerate(records):
             try:
                 data = encode(raw)[1]
-                checksum.feed_encoded(section, data)
+                sink(data)
             except BundleError as exc:
                 raise BundleError(exc.code, exc.message, f"{section}[{index}]") from exc
             self.done += 1
@@ -1014,11 +1001,9 @@ def _stream_file(
             importer.close_spools()
 
 
-def _load_line(line: bytes) -> Any:
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return json.loads(line)
+def _spool_line(write: Callable[[bytes], Any], data: bytes) -> None:
+    write(data)
+    write(b"\n")
 
 
 @transaction.atomic
