@@ -5,19 +5,10 @@ from __future__ import annotations
 from rest_framework import exceptions, permissions
 from rest_framework.request import Request
 
-from memoryadmin.models import ApiToken, Scope, Team
-from memoryadmin.permissions import Action, teams_for, user_can
+from memoryadmin.models import ApiToken, Team
+from memoryadmin.permissions import SCOPE_ACTIONS, teams_for, user_can
 
-# What a signed-in browser user needs, per token scope, when calling the API with a session.
-SCOPE_ACTIONS: dict[str, Action] = {
-    Scope.BUNDLES_EXPORT: Action.VIEW,
-    Scope.BUNDLES_IMPORT: Action.MANAGE,
-    Scope.CONTEXT_READ: Action.VIEW,
-    Scope.SOURCES_READ: Action.VIEW,
-    Scope.SOURCES_MANAGE: Action.MANAGE,
-    Scope.REVIEWS_READ: Action.VIEW,
-    Scope.REVIEWS_WRITE: Action.REVIEW,
-}
+__all__ = ["SCOPE_ACTIONS", "HasScope", "request_team", "request_token"]
 
 
 def request_token(request: Request) -> ApiToken | None:
@@ -68,9 +59,13 @@ class HasScope(permissions.BasePermission):
         token = request_token(request)
         if token is not None:
             if not token.has_scope(scope):
-                raise exceptions.PermissionDenied(
-                    f"This token lacks the '{scope}' scope.", code="insufficient-scope"
-                )
+                message = f"This token lacks the '{scope}' scope."
+                if scope in token.scopes:  # granted, but beyond its creator's current role
+                    message = (
+                        f"This token's '{scope}' scope needs a role its creator no longer has"
+                        " on this team."
+                    )
+                raise exceptions.PermissionDenied(message, code="insufficient-scope")
             return True
         if not user_can(request.user, request_team(request), SCOPE_ACTIONS[scope]):
             raise exceptions.PermissionDenied(

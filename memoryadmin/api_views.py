@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 from memoryadmin.api import request_token
 from memoryadmin.api_errors import error_responses
 from memoryadmin.models import Membership, Team
+from memoryadmin.permissions import token_scopes
 
 
 class TokenInfoSerializer(serializers.Serializer):
@@ -20,6 +21,15 @@ class TokenInfoSerializer(serializers.Serializer):
     prefix = serializers.CharField()
     scopes = serializers.ListField(child=serializers.CharField())
     expires_at = serializers.DateTimeField(allow_null=True)
+    kind = serializers.ChoiceField(
+        choices=["personal", "team"],
+        help_text="personal: acts for the person who created it, within their current role;"
+        " team: belongs to no person (commits as the bot, never counts as a reviewer).",
+    )
+    active_scopes = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="The scopes usable now: of a personal token, those its creator's role allows.",
+    )
 
 
 class MeTokenSerializer(serializers.Serializer):
@@ -64,6 +74,8 @@ class MeView(APIView):
                         "prefix": "ma_3f9c",
                         "scopes": ["context:read"],
                         "expires_at": None,
+                        "kind": "team",
+                        "active_scopes": ["context:read"],
                     },
                 },
                 response_only=True,
@@ -81,6 +93,8 @@ class MeView(APIView):
                     "prefix": token.prefix,
                     "scopes": list(token.scopes),
                     "expires_at": token.expires_at,
+                    "kind": token.kind,
+                    "active_scopes": sorted(token_scopes(token)),
                 },
             }
             return Response(body)

@@ -14,6 +14,7 @@ from redis.exceptions import RedisError
 from rest_framework import authentication, exceptions
 
 from memoryadmin.models import ApiToken, token_hash
+from memoryadmin.permissions import token_owner_problem
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 logger = logging.getLogger(__name__)
@@ -66,7 +67,9 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         if _failures_limited(request, increment=False):
             raise exceptions.Throttled(wait=60, detail="Too many failed token attempts.")
         token = (
-            ApiToken.objects.select_related("team").filter(secret_hash=token_hash(parts[1])).first()
+            ApiToken.objects.select_related("team", "created_by")
+            .filter(secret_hash=token_hash(parts[1]))
+            .first()
         )
         failure = None
         if token is None:
@@ -79,6 +82,10 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             failure = exceptions.AuthenticationFailed(
                 "This API token expired.", code="token-expired"
             )
+        else:
+            problem = token_owner_problem(token)
+            if problem is not None:
+                failure = exceptions.AuthenticationFailed(problem, code="token-owner-gone")
         if failure is not None:
             if _failures_limited(request, increment=True):
                 raise exceptions.Throttled(wait=60, detail="Too many failed token attempts.")

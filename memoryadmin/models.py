@@ -60,9 +60,18 @@ def token_hash(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
+class TokenKind(models.TextChoices):
+    # A person's token acts for them: never beyond their current role on the team, and refused
+    # once they leave it (their removal revokes it). A team token (management command, system)
+    # belongs to no person: its commits use the bot identity and it never counts as a reviewer.
+    PERSONAL = "personal", "Personal"
+    TEAM = "team", "Team"
+
+
 class ApiToken(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=16, choices=TokenKind.choices, default=TokenKind.PERSONAL)
     prefix = models.CharField(max_length=16, unique=True, editable=False)
     secret_hash = models.CharField(max_length=64, unique=True, editable=False)
     scopes = models.JSONField(default=list)
@@ -91,8 +100,15 @@ class ApiToken(models.Model):
     def is_active(self) -> bool:
         return self.revoked_at is None and not self.is_expired
 
+    @property
+    def is_personal(self) -> bool:
+        return self.kind != TokenKind.TEAM
+
     def has_scope(self, scope: str) -> bool:
-        return scope in self.scopes
+        """Granted and, for a personal token, still allowed by its creator's current role."""
+        from memoryadmin.permissions import token_scopes
+
+        return scope in token_scopes(self)
 
 
 class AuditQuerySet(models.QuerySet):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 
-from memoryadmin.models import Membership, Role, Team
+from memoryadmin.models import ApiToken, Membership, Role, Scope, Team, TokenKind
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -25,6 +25,50 @@ ROLE_ACTIONS: dict[str, frozenset[Action]] = {
     Role.REVIEWER: frozenset({Action.VIEW, Action.REVIEW}),
     Role.ADMIN: frozenset({Action.VIEW, Action.REVIEW, Action.MANAGE}),
 }
+
+
+# What each token scope needs: of a signed-in user calling the API with a session, and of the
+# creator of a personal token, on the token's team, at the time of each request.
+SCOPE_ACTIONS: dict[str, Action] = {
+    Scope.BUNDLES_EXPORT: Action.VIEW,
+    Scope.BUNDLES_IMPORT: Action.MANAGE,
+    Scope.CONTEXT_READ: Action.VIEW,
+    Scope.SOURCES_READ: Action.VIEW,
+    Scope.SOURCES_MANAGE: Action.MANAGE,
+    Scope.REVIEWS_READ: Action.VIEW,
+    Scope.REVIEWS_WRITE: Action.REVIEW,
+}
+
+
+def token_owner_problem(token: ApiToken) -> str | None:
+    """Why a personal token can not act any more (its person left or was disabled), or None."""
+    if token.kind == TokenKind.TEAM:
+        return None
+    creator = token.created_by
+    if creator is None or not creator.is_active:
+        return "The person who created this token can no longer sign in."
+    if role_of(creator, token.team) is None:
+        return "The person who created this token is no longer a member of its team."
+    return None
+
+
+def token_scopes(token: ApiToken) -> frozenset[str]:
+    """The scopes a token may use now: a team token its scopes; a personal token those its
+    creator's current role on the team allows (none once the creator has left)."""
+    cached = token.__dict__.get("_effective_scopes")
+    if cached is not None:
+        return cached
+    granted = frozenset(token.scopes)
+    if token.kind == TokenKind.TEAM:
+        effective = granted
+    elif token_owner_problem(token) is not None:
+        effective = frozenset()
+    else:
+        role = role_of(token.created_by, token.team)
+        allowed = ROLE_ACTIONS[role] if role is not None else frozenset()
+        effective = frozenset(s for s in granted if SCOPE_ACTIONS.get(s) in allowed)
+    token.__dict__["_effective_scopes"] = effective
+    return effective
 
 
 def role_of(user: AbstractBaseUser | AnonymousUser, team: Team) -> str | None:

@@ -9,12 +9,21 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
 from memoryadmin.audit import Actor, audit_record
-from memoryadmin.models import ApiToken, AuditEvent, Membership, Role, Scope, Team, token_hash
+from memoryadmin.models import (
+    ApiToken,
+    AuditEvent,
+    Membership,
+    Role,
+    Scope,
+    Team,
+    TokenKind,
+    token_hash,
+)
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, Group
@@ -67,8 +76,12 @@ def _keep_an_admin(*, team: Team, leaving: AbstractBaseUser) -> None:
 
 @transaction.atomic
 def membership_remove(*, actor: Actor, membership: Membership) -> None:
+    """Remove a member; the personal tokens they made for this team are revoked with them."""
     team, username = membership.team, membership.user.get_username()
     _keep_an_admin(team=team, leaving=membership.user)
+    _revoke_personal_tokens(
+        actor=actor, user=membership.user, teams=[team], reason="member-removed"
+    )
     membership.delete()
     audit_record(
         actor=actor,
@@ -94,7 +107,13 @@ def _validate_scopes(scopes: list[str]) -> list[str]:
 def token_create(
     *, actor: Actor, team: Team, name: str, scopes: list[str], expires_days: int | None = None
 ) -> tuple[ApiToken, str]:
-    """Create a token and return it with its secret: the only time the secret exists in clear."""
+    """Create a token and return it with its secret: the only time the secret exists in clear.
+
+    A person's token is personal (it acts with at most their current role, and ends with their
+    membership); the system's (`token_create` command) is a team token, owned by no one."""
+    if actor.token is not None:
+        raise PermissionDenied("API tokens can not create API tokens")
+    kind = TokenKind.PERSONAL if actor.user is not None else TokenKind.TEAM
     name = name.strip()
     if not name:
         raise ValidationError({"name": "Give the token a name."})
@@ -109,6 +128,7 @@ def token_create(
         prefix=prefix,
         secret_hash=token_hash(secret),
         scopes=scopes,
+        kind=kind,
         created_by=actor.user,
         expires_at=timezone.now() + timedelta(days=expires_days) if expires_days else None,
     )
@@ -118,28 +138,53 @@ def token_create(
         team=team,
         target=token,
         summary=f"Created API token {name}",
-        data={"name": name, "prefix": prefix, "scopes": scopes, "expires_days": expires_days},
+        data={
+            "name": name,
+            "prefix": prefix,
+            "scopes": scopes,
+            "expires_days": expires_days,
+            "kind": kind,
+        },
     )
     return token, secret
 
 
 @transaction.atomic
-def token_revoke(*, actor: Actor, token: ApiToken) -> ApiToken:
+def token_revoke(*, actor: Actor, token: ApiToken, reason: str = "") -> ApiToken:
     token = ApiToken.objects.select_for_update().get(pk=token.pk)
     if token.revoked_at is not None:
         return token
     token.revoked_at = timezone.now()
     token.revoked_by = actor.user
     token.save(update_fields=["revoked_at", "revoked_by"])
+    data = {"prefix": token.prefix}
+    if reason:
+        data["reason"] = reason
     audit_record(
         actor=actor,
         action="token.revoke",
         team=token.team,
         target=token,
-        summary=f"Revoked API token {token.name}",
-        data={"prefix": token.prefix},
+        summary=f"Revoked API token {token.name}" + (f" ({reason})" if reason else ""),
+        data=data,
     )
     return token
+
+
+def _revoke_personal_tokens(
+    *, actor: Actor, user: AbstractBaseUser, teams: list[Team] | None, reason: str
+) -> list[ApiToken]:
+    """Revoke the active personal tokens a person made (on these teams, or all): one audit
+    event each, in the caller's transaction."""
+    tokens = ApiToken.objects.filter(
+        created_by_id=user.pk, kind=TokenKind.PERSONAL, revoked_at__isnull=True
+    )
+    if teams is not None:
+        tokens = tokens.filter(team__in=teams)
+    return [
+        token_revoke(actor=actor, token=token, reason=reason)
+        for token in tokens.select_related("team").order_by("id")
+    ]
 
 
 # ----------------------------------------------------------------------------- user accounts
@@ -287,6 +332,7 @@ def user_delete(*, actor: Actor, user: Any, via: str = "Django admin") -> None:
             " else admin first."
         )
     state = account_state(user)
+    _revoke_personal_tokens(actor=actor, user=user, teams=None, reason="user-deleted")
     memberships = list(Membership.objects.filter(user_id=user.pk).select_related("team"))
     for membership in memberships:
         audit_record(

@@ -122,6 +122,8 @@ def test_it_authenticates_a_token_on_api_me_without_revealing_secrets(make_token
             "prefix": token.prefix,
             "scopes": [Scope.CONTEXT_READ, Scope.SOURCES_READ],
             "expires_at": None,
+            "kind": "team",
+            "active_scopes": [Scope.CONTEXT_READ, Scope.SOURCES_READ],
         },
     }
     assert secret not in response.content.decode()
