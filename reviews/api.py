@@ -81,6 +81,8 @@ def _decide_error(exc: ValidationError) -> ApiError:
     if isinstance(exc, services.AlreadyApproved):
         code = "already-approved"
     status_code = 409 if code in ("proposal-not-open", "already-approved") else 400
+    if isinstance(exc, services.HumanApprovalRequired):
+        code, status_code = "human-approval-required", 403
     details = exc.message_dict if hasattr(exc, "error_dict") else exc.messages
     return ApiError(status_code, code, exc.messages[0], details)
 

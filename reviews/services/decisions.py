@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from email.utils import parseaddr
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -29,6 +30,9 @@ from reviews.services.content import memory_hashes
 from webhooks import events as webhook_events
 from webhooks.services import event_emit
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
 
 class SecretOverrideRequired(ValidationError):
     """A proposal with a secret finding needs an explicit, reasoned override to be approved."""
@@ -42,6 +46,10 @@ class AlreadyApproved(ValidationError):
     """The same person tried to give both approvals of a proposal that needs two."""
 
 
+class HumanApprovalRequired(ValidationError):
+    """A team token (no person behind it) tried to approve where two people must approve."""
+
+
 @dataclass
 class ReviewOutcome:
     """What one review action did: decisions to commit, and first approvals that wait."""
@@ -50,22 +58,40 @@ class ReviewOutcome:
     first_approvals: list[Approval] = field(default_factory=list)
 
 
-def approver_key(actor: Actor) -> str:
-    """One person, whether acting in the browser or through a token they created."""
+def person_of(actor: Actor) -> AbstractBaseUser | None:
+    """The person acting: the signed-in user, or the creator of a personal token. A team token
+    and the system are no person."""
     if actor.user is not None:
-        return f"user:{actor.user.pk}"
-    if actor.token is not None and actor.token.created_by_id is not None:
-        return f"user:{actor.token.created_by_id}"
-    if actor.token is not None:
-        return f"token:{actor.token.pk}"
-    return "system"
+        return actor.user
+    if actor.token is not None and actor.token.is_personal:
+        return actor.token.created_by
+    return None
+
+
+def approver_key(actor: Actor) -> str:
+    """One person, whether acting in the browser or through a token they created.
+
+    Only people approve where two approvals are needed: a team token is refused there."""
+    person = person_of(actor)
+    if person is None or person.pk is None:
+        raise HumanApprovalRequired(
+            {
+                "proposals": (
+                    "This proposal needs the approvals of two people; a team token (or the"
+                    " system) is not a person. Approve in the browser or with a personal token."
+                )
+            }
+        )
+    return f"user:{person.pk}"
 
 
 def valid_first_approvals(memories: list[Memory]) -> dict[int, Approval]:
-    """The first approval of each memory that still counts (given on the blob now indexed)."""
+    """The first approval of each memory that still counts: given on the blob now indexed, by
+    a person (approvals recorded from team tokens before they were refused never count)."""
     blobs = {m.pk: m.blob_sha for m in memories}
     found: dict[int, Approval] = {}
-    for approval in Approval.objects.filter(memory_id__in=blobs).order_by("id"):
+    approvals = Approval.objects.filter(memory_id__in=blobs, approver_key__startswith="user:")
+    for approval in approvals.order_by("id"):
         if approval.blob_sha == blobs[approval.memory_id]:
             found.setdefault(approval.memory_id, approval)
     return found
@@ -135,10 +161,9 @@ def bot_identity() -> tuple[str, str]:
 
 
 def commit_identity(actor: Actor) -> tuple[str, str]:
-    """The commit author: the reviewer; for a token, its creator, else the bot identity."""
-    user = actor.user
-    if user is None and actor.token is not None:
-        user = actor.token.created_by
+    """The commit author: the person acting (a personal token's creator), else the bot
+    identity (team tokens and the system)."""
+    user = person_of(actor)
     if user is None:
         return bot_identity()
     username = user.get_username()
@@ -322,9 +347,7 @@ def _decided_text(memory: Memory) -> dict[str, str]:
 
 
 def _reviewer_username(actor: Actor) -> str | None:
-    user = actor.user
-    if user is None and actor.token is not None:
-        user = actor.token.created_by
+    user = person_of(actor)
     return user.get_username() if user is not None else None
 
 
