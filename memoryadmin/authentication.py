@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 import logging
+import re
 from datetime import timedelta
 
 from django.conf import settings
 from django.utils import timezone
-from django_ratelimit.core import is_ratelimited
+from django_ratelimit.core import get_usage
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.plumbing import build_bearer_security_scheme_object
 from redis.exceptions import RedisError
@@ -17,18 +20,97 @@ from memoryadmin.models import ApiToken, token_hash
 from memoryadmin.permissions import token_owner_problem
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+TOKEN_PREFIX_RE = re.compile(r"ma_([0-9a-f]{8})_")
 logger = logging.getLogger(__name__)
+BEARER_FAILURES = "memoryadmin.token-failures"  # the rate-limit group of failed tokens
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
-def rate_limited(request, *, group: str, rate: str, increment: bool) -> bool:  # type: ignore[no-untyped-def]
-    """is_ratelimited, failing open when the cache (Redis) is down: sign-in must not 500."""
+@functools.lru_cache(maxsize=8)
+def _networks(values: tuple[str, ...]) -> tuple[IPNetwork, ...]:
+    return tuple(ipaddress.ip_network(value, strict=False) for value in values)
+
+
+def _ip(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
-        return is_ratelimited(
-            request=request, group=group, key="ip", rate=rate, increment=increment
+        address = ipaddress.ip_address(value.strip().split("%", 1)[0])
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        return address.ipv4_mapped
+    return address
+
+
+def client_ip(request) -> str | None:  # type: ignore[no-untyped-def]
+    """The client's address, for rate limits and the audit log alike.
+
+    The direct peer (REMOTE_ADDR) unless it is one of MEMORYADMIN_TRUSTED_PROXIES; then
+    X-Forwarded-For is read from the right, skipping trusted proxies, and the first address not
+    among them is the client (what a proxy appended, not what a client claimed on the left).
+    An unreadable hop stops the walk at the last proxy that is known to be ours.
+    """
+    meta = getattr(request, "META", {})
+    peer = _ip(meta.get("REMOTE_ADDR") or "")
+    if peer is None:
+        return None
+    trusted = _networks(tuple(settings.MEMORYADMIN_TRUSTED_PROXIES))
+    if not any(peer in network for network in trusted):
+        return str(peer)
+    client = peer
+    for hop in reversed((meta.get("HTTP_X_FORWARDED_FOR") or "").split(",")):
+        address = _ip(hop)
+        if address is None:
+            break
+        client = address
+        if not any(address in network for network in trusted):
+            break
+    return str(client)
+
+
+def address_key(request) -> str:  # type: ignore[no-untyped-def]
+    """The rate-limit key of an address: IPv6 clients by /64 (one host easily has a /64)."""
+    address = _ip(client_ip(request) or "")
+    if address is None:
+        return "unknown"
+    if isinstance(address, ipaddress.IPv6Address):
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address)
+
+
+def failure_count(
+    request, *, group: str, rate: str, value: str, increment: bool
+) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    """(failures counted in the window, the rate's limit) for one key of a group.
+
+    Only failures are ever counted. A cache (Redis) outage counts nothing and refuses nothing,
+    with a warning: sign-in must not 500 and must not lock everyone out."""
+    try:
+        usage = get_usage(
+            getattr(request, "_request", request),
+            group=group,
+            key=lambda _group, _request: value,
+            rate=rate,
+            increment=increment,
         )
     except (RedisError, OSError) as exc:
         logger.warning("rate limit %s not checked, the cache is unavailable: %s", group, exc)
-        return False
+        return 0, 1
+    if usage is None or usage["count"] is None:
+        return 0, 1
+    return int(usage["count"]), int(usage["limit"])
+
+
+def address_failures(request, *, group: str, rate: str, increment: bool) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    return failure_count(
+        request, group=group, rate=rate, value=address_key(request), increment=increment
+    )
+
+
+def rate_limited(request, *, group: str, rate: str, increment: bool) -> bool:  # type: ignore[no-untyped-def]
+    """Over the rate per client address (see client_ip); fails open when the cache is down."""
+    count, limit = address_failures(request, group=group, rate=rate, increment=increment)
+    return count > limit
 
 
 class TokenPrincipal:
@@ -63,9 +145,8 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed(
                 "Authorization header must be 'Bearer <token>'.", code="token-malformed"
             )
-        # Guessing tokens is throttled per client address: refuse early once over the limit.
-        if _failures_limited(request, increment=False):
-            raise exceptions.Throttled(wait=60, detail="Too many failed token attempts.")
+        # The credential is checked first: a valid token is never refused because of failures
+        # counted against its address (a shared proxy, another client) or its prefix.
         token = (
             ApiToken.objects.select_related("team", "created_by")
             .filter(secret_hash=token_hash(parts[1]))
@@ -87,7 +168,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             if problem is not None:
                 failure = exceptions.AuthenticationFailed(problem, code="token-owner-gone")
         if failure is not None:
-            if _failures_limited(request, increment=True):
+            if _count_failure(request, parts[1]):
                 raise exceptions.Throttled(wait=60, detail="Too many failed token attempts.")
             raise failure
         now = timezone.now()
@@ -101,13 +182,23 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         return self.keyword
 
 
-def _failures_limited(request, *, increment: bool) -> bool:  # type: ignore[no-untyped-def]
-    return rate_limited(
-        getattr(request, "_request", request),
-        group="memoryadmin.token-failures",
-        rate=settings.MEMORYADMIN_TOKEN_FAILURE_RATE,
-        increment=increment,
-    )
+def _count_failure(request, secret: str) -> bool:  # type: ignore[no-untyped-def]
+    """Count a failed token per client address and per token prefix; True when either is
+    over MEMORYADMIN_TOKEN_FAILURE_RATE (the failure is then answered 429, not 401)."""
+    rate = settings.MEMORYADMIN_TOKEN_FAILURE_RATE
+    counts = [address_failures(request, group=BEARER_FAILURES, rate=rate, increment=True)]
+    prefix = TOKEN_PREFIX_RE.match(secret)
+    if prefix is not None:
+        counts.append(
+            failure_count(
+                request,
+                group=f"{BEARER_FAILURES}.prefix",
+                rate=rate,
+                value=prefix.group(1),
+                increment=True,
+            )
+        )
+    return any(count > limit for count, limit in counts)
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):

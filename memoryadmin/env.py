@@ -69,3 +69,17 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if value is None:
         return list(default)
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def env_networks(name: str) -> list[str]:
+    """Comma-separated IP addresses or CIDR networks, checked at start (a typo must not mean
+    "trust nobody" or "trust everybody" silently)."""
+    import ipaddress
+
+    values = env_list(name, [])
+    for value in values:
+        try:
+            ipaddress.ip_network(value, strict=False)
+        except ValueError as exc:
+            raise ConfigError(f"{name}: {value!r} is not an IP address or network") from exc
+    return values

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponse
 
 from memoryadmin.audit import current_ip, current_request_id
+from memoryadmin.authentication import client_ip
 
 
 class RequestIdMiddleware:
@@ -17,7 +18,7 @@ class RequestIdMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         request_id = uuid.uuid4().hex
         id_token = current_request_id.set(request_id)
-        ip_token = current_ip.set(request.META.get("REMOTE_ADDR") or None)
+        ip_token = current_ip.set(client_ip(request))  # XFF only from trusted proxies
         try:
             response = self.get_response(request)
         finally:

@@ -7,7 +7,7 @@ from pathlib import Path
 import dj_database_url
 from celery.schedules import crontab
 
-from memoryadmin.env import ConfigError, env_bool, env_int, env_list, env_str
+from memoryadmin.env import ConfigError, env_bool, env_int, env_list, env_networks, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -128,6 +128,10 @@ WHITENOISE_AUTOREFRESH = DEBUG
 # Rate limits (django-ratelimit syntax, per client address): login posts and failed tokens.
 MEMORYADMIN_LOGIN_RATE = env_str("MEMORYADMIN_LOGIN_RATE", "10/m")
 MEMORYADMIN_TOKEN_FAILURE_RATE = env_str("MEMORYADMIN_TOKEN_FAILURE_RATE", "30/m")
+# Failed sign-ins per username from all addresses, then that username is locked for the window.
+MEMORYADMIN_LOGIN_USER_RATE = env_str("MEMORYADMIN_LOGIN_USER_RATE", "30/m")
+# Direct peers (IPs/CIDRs) whose X-Forwarded-For is believed; empty: never (the peer is the client).
+MEMORYADMIN_TRUSTED_PROXIES = env_networks("MEMORYADMIN_TRUSTED_PROXIES")
 RATELIMIT_USE_CACHE = "default"
 
 LOGIN_URL = "login"

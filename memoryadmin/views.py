@@ -16,26 +16,82 @@ from django.views.decorators.http import require_GET, require_POST
 
 from memoryadmin import services
 from memoryadmin.audit import Actor
-from memoryadmin.authentication import rate_limited
+from memoryadmin.authentication import address_failures, address_key, failure_count
 from memoryadmin.forms import MemberAddForm, MemberRoleForm, TeamCreateForm, TokenCreateForm
 from memoryadmin.health import health
 from memoryadmin.models import ApiToken, AuditEvent, Membership, Role, Team
 from memoryadmin.permissions import Action, teams_for
 from memoryadmin.web import form_add_errors, team_view
 
+LOGIN_GROUP = "memoryadmin.login"
+
 
 class RateLimitedLoginView(auth_views.LoginView):
-    """Django's login, refusing (429) more than MEMORYADMIN_LOGIN_RATE posts per client address."""
+    """Django's login with failed sign-ins counted per address, per username and per both.
+
+    Only failures count, and the password is checked before an address's counter can refuse:
+    - a username with more than MEMORYADMIN_LOGIN_USER_RATE failures (from anywhere) is locked
+      for the window: every attempt is 429 unchecked, the right password too (distributed
+      guessing of one account stops there);
+    - an address with more than MEMORYADMIN_LOGIN_RATE failures (any usernames) gets one check
+      per username it has not failed yet: a colleague behind the same proxy or NAT still signs
+      in with the right password; a username this address already failed is 429 unchecked
+      until the window passes (so one address can not go on guessing one account).
+    """
 
     def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:  # type: ignore[no-untyped-def]
-        if rate_limited(
-            request, group="memoryadmin.login", rate=settings.MEMORYADMIN_LOGIN_RATE, increment=True
-        ):
-            form = self.get_form()
-            form.errors.clear()
-            form.add_error(None, "Too many login attempts. Wait a minute and try again.")
-            return self.render_to_response(self.get_context_data(form=form), status=429)
+        self._login_name = _login_name(request)
+        if self._login_counts(increment=False, locked_only=True):
+            return self._too_many(status=429)
         return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form):  # type: ignore[no-untyped-def]
+        if self._login_counts(increment=True, locked_only=False):
+            return self._too_many(status=429)
+        return super().form_invalid(form)
+
+    def _login_counts(self, *, increment: bool, locked_only: bool) -> bool:
+        request, name = self.request, self._login_name
+        address, address_limit = address_failures(
+            request, group=LOGIN_GROUP, rate=settings.MEMORYADMIN_LOGIN_RATE, increment=increment
+        )
+        user, user_limit = failure_count(
+            request,
+            group=f"{LOGIN_GROUP}.user",
+            rate=settings.MEMORYADMIN_LOGIN_USER_RATE,
+            value=name,
+            increment=increment,
+        )
+        pair, _ = failure_count(
+            request,
+            group=f"{LOGIN_GROUP}.pair",
+            rate=settings.MEMORYADMIN_LOGIN_RATE,
+            value=f"{address_key(request)} {name}",
+            increment=increment,
+        )
+        if user > user_limit:
+            return True
+        if locked_only:
+            return address > address_limit and pair > 0
+        return address > address_limit
+
+    def _too_many(self, *, status: int) -> HttpResponse:
+        # An unbound form (a bound one would check the password when its errors are read),
+        # keeping the username typed.
+        field = get_user_model().USERNAME_FIELD
+        form = self.get_form_class()(
+            self.request, initial={field: str(self.request.POST.get(field, ""))[:200]}
+        )
+        form.full_clean()  # unbound: only starts an empty error list
+        form.cleaned_data = {}
+        form.add_error(None, "Too many failed sign-ins. Wait a minute and try again.")
+        return self.render_to_response(self.get_context_data(form=form), status=status)
+
+
+def _login_name(request: HttpRequest) -> str:
+    """The username a login post names, as its counters know it (case-folded, bounded)."""
+    field = get_user_model().USERNAME_FIELD
+    return str(request.POST.get(field, "")).strip().casefold()[:200]
 
 
 @login_required

@@ -11,6 +11,7 @@ os.environ.setdefault("MEMORYADMIN_CELERY_EAGER", "true")
 # Suites log in and fail tokens far more often than people; the rate-limit tests lower these.
 os.environ.setdefault("MEMORYADMIN_LOGIN_RATE", "10000/m")
 os.environ.setdefault("MEMORYADMIN_TOKEN_FAILURE_RATE", "10000/m")
+os.environ.setdefault("MEMORYADMIN_LOGIN_USER_RATE", "10000/m")
 os.environ.setdefault("MEMORYADMIN_SOURCE_ALLOW_PRIVATE_ADDRESSES", "true")
 # One queue per test session, so parallel runs on one broker never take each other's tasks.
 os.environ.setdefault("MEMORYADMIN_CELERY_QUEUE", f"memoryadmin-test-{os.getpid()}")
