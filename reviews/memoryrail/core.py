@@ -377,10 +377,10 @@ def parse_memory(
         else:
             lists[key] = items
     for link in lists.get("links", []):
+        # A link escaping the repository is an error of the memory's staleness report
+        # (check_staleness), not of the file: the memory stays listed and says why it is suspect.
         code = check_link(link)
-        if code == "link-outside-repo":
-            add(code, "links", f"link '{link}' escapes the repository")
-        elif code is not None:
+        if code is not None and code != "link-outside-repo":
             add(code, "links", f"link '{link}' is not a repo-relative POSIX path")
     pinned = meta.get("pinned", False)
     if isinstance(pinned, str) and pinned.lower() in ("true", "false"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from reviews.services.decisions import (
     AlreadyApproved,
+    LinkOutsideRepo,
     ProposalNotOpen,
     ReviewOutcome,
     SecretOverrideRequired,
@@ -31,6 +32,7 @@ from reviews.services.repositories import (
 __all__ = [
     "AlreadyApproved",
     "DecisionNotRetryable",
+    "LinkOutsideRepo",
     "ProposalNotOpen",
     "RejectionNotLiftable",
     "ReviewOutcome",

@@ -316,3 +316,20 @@ def test_it_reads_a_config_with_an_escaped_pair_and_backslashes(repository, remo
     _commit_bytes(remote, {".memoryrail/config.json": config})
     repo = _sync(repository)
     assert repo.last_sync_ok, repo.last_error
+
+
+def test_it_reports_a_link_through_a_symlink_loop_as_stale_not_a_crash(repository, remote):
+    path = remote.clone("elsewhere")
+    git(path, "pull", "--quiet", "--ff-only")
+    os.symlink("loop-b", path / "loop-a")
+    os.symlink("loop-a", path / "loop-b")
+    (path / M / "20260401-loop.md").write_text(
+        memory_text("20260401-loop", status="proposed", links=["loop-a/x"]), encoding="utf-8"
+    )
+    git(path, "add", "-A")
+    git(path, "commit", "--quiet", "-m", "a symlink loop")
+    git(path, "push", "--quiet", "origin", "main")
+    repo = _sync(repository)
+    assert repo.last_sync_ok, repo.last_error
+    memory = Memory.objects.get(repository=repo, memory_id="20260401-loop")
+    assert [(s["code"], s["link"]) for s in memory.stale] == [("stale-link", "loop-a/x")]
