@@ -56,6 +56,14 @@ class Document:
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# One escape of a double-quoted YAML scalar; matched in sequence, so "\\\\u0000" is a
+# backslash and the text "u0000", not a NUL.
+_ESCAPE = re.compile(r"\\(?:x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))", re.S)
+
+
+def line_of(text: str, position: int, first: int = 1) -> int:
+    """The line `position` of `text` is on, counting YAML's line breaks from `first`."""
+    return len(_LINE_BREAK.findall(text, 0, position)) + first
 
 
 def _lines(text: str) -> list[str]:
@@ -79,13 +87,14 @@ def _decode(data: bytes | str) -> str:
         try:
             data.encode("utf-8")
         except UnicodeEncodeError as exc:  # a lone surrogate: no UTF-8 file can hold it
-            line = data[: exc.start].count("\n") + 1
+            line = line_of(data, exc.start)
             raise FrontMatterError("not-utf8", "the text is not valid Unicode", line) from exc
         return data
     try:
         text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
+    except UnicodeDecodeError as exc:  # e.g. b"\xed\xa0\x80": a surrogate encoded as if UTF-8
+        valid = data[: exc.start].decode("utf-8")
+        line = line_of(valid, len(valid))
         raise FrontMatterError("not-utf8", "the file is not valid UTF-8", line) from exc
     return text
 
@@ -144,9 +153,10 @@ def _check_events(yaml: YAML) -> None:
 
 
 class _Builder:
-    def __init__(self, yaml: YAML) -> None:
+    def __init__(self, yaml: YAML, source: str) -> None:
         self._scalars: SafeConstructor = yaml.constructor
         self._resolver = yaml.resolver
+        self._source = source
         self.key_lines: dict[str, int] = {}
 
     def build(self, node: Node, depth: int = 0) -> Any:
@@ -188,9 +198,15 @@ class _Builder:
         return result
 
     def _scalar(self, node: ScalarNode, line: int) -> Any:
-        tag, value = node.tag, _join_surrogates(node.value, line)
-        if "\x00" in value:  # from a "\0" escape; PostgreSQL text and JSON columns refuse it
-            raise FrontMatterError("nul-byte", "a value contains a NUL character", line)
+        tag, value = node.tag, node.value
+        # Only escapes of a double-quoted scalar (keys too) can write these: the raw text was
+        # checked whole. PostgreSQL text and JSON columns refuse both, and UTF-8 cannot hold
+        # half a surrogate pair.
+        if "\x00" in value:
+            line = self._escape_line(node, "nul") or line
+            raise FrontMatterError("nul-byte", "a key or value writes a NUL character", line)
+        if _SURROGATE.search(value):
+            value = _join_surrogates(value, self._escape_line(node, "surrogate") or line)
         # Implicit timestamps, '<<' as a value and YAML 1.1's '=' stay the strings written.
         if tag in (CORE + "str", CORE + "timestamp", CORE + "merge", CORE + "value"):
             return value
@@ -211,16 +227,44 @@ class _Builder:
         except ValueError as exc:  # e.g. an integer past Python's 4300-digit limit
             raise FrontMatterError("yaml-syntax", f"cannot read number: {exc}", line) from exc
 
+    def _escape_line(self, node: ScalarNode, kind: str) -> int | None:
+        """The file line of the first escape in `node`'s text writing a NUL (kind "nul") or
+        half a surrogate pair ("surrogate"): a quoted value can span many lines."""
+        start, end = node.start_mark.index, node.end_mark.index
+        text = self._source[start:end]
+        high: int | None = None  # where a high surrogate waits for its low half
+        previous_end = -1
+        for match in _ESCAPE.finditer(text):
+            digits = match[1] or match[2] or match[3]
+            point = int(digits, 16) if digits else (0 if match[4] == "0" else -1)
+            if high is not None and not (
+                0xDC00 <= point <= 0xDFFF and match.start() == previous_end
+            ):
+                break  # the waiting high surrogate stays alone
+            if high is not None:
+                high = None
+            elif kind == "nul" and point == 0:
+                return line_of(text, match.start(), node.start_mark.line + 2)
+            elif kind == "surrogate" and 0xD800 <= point <= 0xDBFF:
+                high = match.start()
+            elif kind == "surrogate" and 0xDC00 <= point <= 0xDFFF:
+                return line_of(text, match.start(), node.start_mark.line + 2)
+            previous_end = match.end()
+        if high is not None:
+            return line_of(text, high, node.start_mark.line + 2)
+        return None
+
 
 def _join_surrogates(value: str, line: int) -> str:
-    """JSON writers escape astral characters as pairs ("\\ud83d\\ude00"); YAML keeps two halves."""
-    if not _SURROGATE.search(value):
-        return value
+    """JSON writers escape astral characters as pairs ("\\ud83d\\ude00"); YAML keeps two halves.
+    Half a pair alone is refused: no UTF-8 file or PostgreSQL column can hold it."""
     try:
         return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
     except UnicodeDecodeError as exc:
         raise FrontMatterError(
-            "yaml-syntax", "a \\u escape is half a surrogate pair", line
+            "yaml-syntax",
+            "a \\u escape writes a lone surrogate (half a surrogate pair)",
+            line,
         ) from exc
 
 
@@ -263,7 +307,7 @@ def parse_yaml_mapping(source: str) -> tuple[dict[str, Any], dict[str, int]]:
         raise FrontMatterError(
             "frontmatter-not-mapping", "the front matter must be a mapping", line
         )
-    builder = _Builder(yaml)
+    builder = _Builder(yaml, source)
     meta = builder.build(node)
     return meta, builder.key_lines
 
@@ -275,7 +319,7 @@ def parse(data: bytes | str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
         raise FrontMatterError("too-large", f"the file is {size} bytes, over {max_bytes}")
     text = _decode(data)
     if "\x00" in text:
-        line = text[: text.index("\x00")].count("\n") + 1
+        line = line_of(text, text.index("\x00"))
         raise FrontMatterError("nul-byte", "the file contains a NUL byte", line)
     source, body, body_line = split(text)
     meta, key_lines = parse_yaml_mapping(source)

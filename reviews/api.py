@@ -80,7 +80,11 @@ def _decide_error(exc: ValidationError) -> ApiError:
     )
     if isinstance(exc, services.AlreadyApproved):
         code = "already-approved"
-    status_code = 409 if code in ("proposal-not-open", "already-approved") else 400
+    if isinstance(exc, services.LinkOutsideRepo):
+        code = "link-outside-repo"
+    status_code = (
+        409 if code in ("proposal-not-open", "already-approved", "link-outside-repo") else 400
+    )
     if isinstance(exc, services.HumanApprovalRequired):
         code, status_code = "human-approval-required", 403
     details = exc.message_dict if hasattr(exc, "error_dict") else exc.messages
@@ -234,7 +238,9 @@ def _decide_schema(kind: str):  # type: ignore[no-untyped-def]
             "background. Poll the decision for its push `state`. When the team requires two "
             "approvals for constraints and decisions, a first approval answers with an "
             "approval (`state: awaiting-second-approval`) and commits nothing; the same person "
-            "approving twice gets 409 `already-approved`.",
+            "approving twice gets 409 `already-approved`. A proposal whose staleness report has a "
+            "`link-outside-repo` error (a link escaping the repository) cannot be approved: "
+            "409 `link-outside-repo` (rejecting it works).",
             parameters=[KEY, REPOSITORY],
             request=DecideSerializer,
             responses={202: DECIDE_RESULT if kind == "approve" else DecisionSerializer}

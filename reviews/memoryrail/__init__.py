@@ -29,7 +29,13 @@ from reviews.memoryrail.core import (
     short_ref,
 )
 from reviews.memoryrail.secrets import RULES, SecretFinding, scan_text
-from reviews.memoryrail.staleness import Stale, check_staleness
+from reviews.memoryrail.staleness import (
+    LINK_OUTSIDE_REPO,
+    REVIEW_STATUSES,
+    Stale,
+    check_staleness,
+    link_escapes,
+)
 from reviews.memoryrail.writer import WriteError, approve, encode_value, render, supersede
 
 __all__ = [
@@ -37,7 +43,9 @@ __all__ = [
     "CONFIG_PATH",
     "DURABLE_TYPES",
     "ERROR",
+    "LINK_OUTSIDE_REPO",
     "MEMORIES_DIR",
+    "REVIEW_STATUSES",
     "RULES",
     "STATUSES",
     "TYPE_PREFIXES",
@@ -59,6 +67,7 @@ __all__ = [
     "format_timestamp",
     "has_block",
     "is_ref",
+    "link_escapes",
     "load_config",
     "parse_config",
     "parse_memory",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import posixpath
 import re
 from collections.abc import Iterable, Mapping
@@ -15,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memoryadmin.frontmatter import Document, FrontMatterError, parse
+from memoryadmin.frontmatter import Document, FrontMatterError, line_of, parse
 
 CONFIG_PATH = ".memoryrail/config.json"
 MEMORIES_DIR = ".memoryrail/memories"
@@ -41,6 +42,8 @@ _TIMESTAMP_RE = re.compile(
     r"^\d{4}-\d{2}-\d{2}"
     r"(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:[Zz]|[+-]\d{2}(?::?\d{2})?)?)?$"
 )
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 ERROR = "error"
 WARNING = "warning"
@@ -167,17 +170,54 @@ def _inside(path: Path, root: Path) -> bool:
     return not path.is_symlink() and path.resolve().is_relative_to(root.resolve())
 
 
+# One escape of a JSON string, matched in sequence (valid JSON: every backslash starts one).
+_JSON_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|.)")
+
+
+def _json_unsafe_escape(text: str) -> ConfigError | None:
+    """A NUL or half a surrogate pair written as a \\u escape in valid JSON text (a raw NUL
+    or control character is already a JSON syntax error): refused with its line."""
+    high: int | None = None
+    previous_end = -1
+    for match in _JSON_ESCAPE.finditer(text):
+        point = int(match[1], 16) if match[1] else -1
+        if high is not None:
+            if 0xDC00 <= point <= 0xDFFF and match.start() == previous_end:
+                high = None
+                previous_end = match.end()
+                continue
+            break
+        if point == 0:
+            return ConfigError(
+                "config-nul", "config.json writes a NUL character", line_of(text, match.start())
+            )
+        if 0xD800 <= point <= 0xDBFF:
+            high = match.start()
+        elif 0xDC00 <= point <= 0xDFFF:
+            high = match.start()
+            break
+        previous_end = match.end()
+    if high is not None:
+        message = "config.json writes half a surrogate pair"
+        return ConfigError("config-lone-surrogate", message, line_of(text, high))
+    return None
+
+
 def parse_config(data: bytes) -> Config:
     if len(data) > MAX_CONFIG_BYTES:
         raise ConfigError("config-too-large", f"config.json is over {MAX_CONFIG_BYTES} bytes")
     try:
-        raw = json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
+        text = data.decode("utf-8")
+        raw = json.loads(text, object_pairs_hook=_unique_keys)
     except UnicodeDecodeError as exc:
         raise ConfigError("config-not-utf8", "config.json is not valid UTF-8") from exc
     except json.JSONDecodeError as exc:
         raise ConfigError("config-invalid-json", f"config.json: {exc.msg}", exc.lineno) from exc
     except RecursionError as exc:
         raise ConfigError("config-invalid-json", "config.json nests too deeply") from exc
+    unsafe = _json_unsafe_escape(text) if "\\" in text else None
+    if unsafe is not None:
+        raise unsafe
     if not isinstance(raw, dict):
         raise ConfigError("config-not-object", "config.json must hold a JSON object", 1)
     version = raw.get("version")
@@ -337,10 +377,10 @@ def parse_memory(
         else:
             lists[key] = items
     for link in lists.get("links", []):
+        # A link escaping the repository is an error of the memory's staleness report
+        # (check_staleness), not of the file: the memory stays listed and says why it is suspect.
         code = check_link(link)
-        if code == "link-outside-repo":
-            add(code, "links", f"link '{link}' escapes the repository")
-        elif code is not None:
+        if code is not None and code != "link-outside-repo":
             add(code, "links", f"link '{link}' is not a repo-relative POSIX path")
     pinned = meta.get("pinned", False)
     if isinstance(pinned, str) and pinned.lower() in ("true", "false"):
@@ -397,6 +437,11 @@ def read_project(
         files = []
     for file in files:
         rel = f"{MEMORIES_DIR}/{file.name}"
+        if _SURROGATE.search(file.name):  # bytes that are not UTF-8, decoded by surrogateescape
+            name = os.fsencode(file.name).decode("utf-8", "backslashreplace")
+            message = "the file name is not valid UTF-8; nothing in it is read"
+            project.problems.append(Problem("not-utf8", f"{MEMORIES_DIR}/{name}", None, message))
+            continue
         if file.is_symlink() or not file.is_file():
             project.problems.append(Problem("file-not-regular", rel, None, "not a regular file"))
             continue

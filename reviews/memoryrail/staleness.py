@@ -1,4 +1,11 @@
-"""Staleness of active memories' links (spec: Staleness)."""
+"""Staleness of memories' links (spec: Staleness).
+
+`stale-link` and `maybe-stale` are checked for active memories, as the spec says; the review
+index asks for proposals too (`statuses`), so a reviewer sees before approving that a proposal
+links a path that is gone or changed. `link-outside-repo` is reported for every memory whatever
+its status: the spec's `links` field MUST NOT escape the repository, and the memory stays
+listed with this error instead of vanishing.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,11 @@ from pathlib import Path
 
 from reviews.memoryrail.core import ERROR, WARNING, Memory, check_link, parse_timestamp
 
+SPEC_STATUSES = ("active",)
+# What the review index checks: what recall serves, and what waits to be approved.
+REVIEW_STATUSES = ("active", "proposed")
+LINK_OUTSIDE_REPO = "link-outside-repo"
+
 
 @dataclass(frozen=True)
 class Stale:
@@ -18,15 +30,34 @@ class Stale:
     level: str
 
     def as_dict(self) -> dict[str, str]:
-        return {"code": self.code, "id": self.id, "link": self.link}
+        # "memory" names the memory; "id" is the same value, kept for existing readers
+        return {
+            "code": self.code,
+            "memory": self.id,
+            "id": self.id,
+            "link": self.link,
+            "level": self.level,
+        }
 
 
-def _inside(root: Path, link: str) -> bool:
+def _resolves_outside(root: Path, link: str) -> bool:
     try:
-        (root / link).resolve().relative_to(root.resolve())
-    except ValueError:
+        target = (root / link).resolve()
+    except (RuntimeError, OSError):  # a symlink loop (RuntimeError before Python 3.13)
+        return False  # it resolves nowhere: a stale link, not an escape
+    return not target.is_relative_to(root.resolve())
+
+
+def link_escapes(root: Path, link: str) -> bool:
+    """The link is absolute, climbs above the root, or resolves outside it through a symlink."""
+    return check_link(link) == LINK_OUTSIDE_REPO or _resolves_outside(root, link)
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (RuntimeError, OSError):
         return False
-    return True
 
 
 def check_staleness(
@@ -34,18 +65,23 @@ def check_staleness(
     *,
     root: Path,
     last_commit_time: Callable[[str], datetime | None],
+    statuses: tuple[str, ...] = SPEC_STATUSES,
 ) -> list[Stale]:
-    """`last_commit_time(link)` gives the time of the last commit touching a path (or None)."""
+    """`last_commit_time(link)` gives the time of the last commit touching a path (or None);
+    `statuses`: whose links are checked for `stale-link` and `maybe-stale`."""
     found: list[Stale] = []
     for memory in memories:
-        if memory.status != "active":
-            continue
+        checked = memory.status in statuses
         updated = parse_timestamp(memory.updated)
         for link in memory.links:
-            if check_link(link) == "link-outside-repo" or not _inside(root, link):
-                found.append(Stale("link-outside-repo", memory.id, link, ERROR))
+            if check_link(link) not in (None, LINK_OUTSIDE_REPO):
+                continue  # an invalid link is a problem of the file, reported by the parser
+            if link_escapes(root, link):
+                found.append(Stale(LINK_OUTSIDE_REPO, memory.id, link, ERROR))
                 continue
-            if not (root / link).exists():
+            if not checked:
+                continue
+            if not _exists(root / link):
                 found.append(Stale("stale-link", memory.id, link, WARNING))
                 continue
             changed = last_commit_time(link)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from reviews.services.decisions import (
     AlreadyApproved,
     HumanApprovalRequired,
+    LinkOutsideRepo,
     ProposalNotOpen,
     ReviewOutcome,
     SecretOverrideRequired,
@@ -33,6 +34,7 @@ __all__ = [
     "AlreadyApproved",
     "DecisionNotRetryable",
     "HumanApprovalRequired",
+    "LinkOutsideRepo",
     "ProposalNotOpen",
     "RejectionNotLiftable",
     "ReviewOutcome",

@@ -15,6 +15,7 @@ from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import bulk_insert
 from memoryadmin.models import Team
 from memoryadmin.permissions import Action, user_can
+from reviews import memoryrail
 from reviews.models import (
     TWO_APPROVAL_TYPES,
     Approval,
@@ -40,6 +41,10 @@ class SecretOverrideRequired(ValidationError):
 
 class ProposalNotOpen(ValidationError):
     """The proposal is no longer waiting for review (decided, pending or gone)."""
+
+
+class LinkOutsideRepo(ValidationError):
+    """A proposal links a path outside the repository: it can be rejected, never approved."""
 
 
 class AlreadyApproved(ValidationError):
@@ -240,6 +245,8 @@ def proposals_review(
             raise ProposalNotOpen(
                 {"proposals": f"{memory.ref} is not waiting for review any more."}
             )
+    if kind == DecisionKind.APPROVE:
+        _refuse_links_outside_repo(memories)
     secret_refs = [m.ref for m in memories if m.has_secret]
     if kind == DecisionKind.APPROVE and secret_refs and not override_reason:
         raise SecretOverrideRequired(
@@ -335,6 +342,26 @@ def proposals_review(
         transaction.on_commit(lambda rid=repository_id: _queue_push(rid), robust=True)
         outcome.decisions.append(decision)
     return outcome
+
+
+def _refuse_links_outside_repo(memories: list[Memory]) -> None:
+    """The index's staleness report flags links that escape the repository (MemoryRail's
+    `links` MUST NOT): approving would make such a memory active, so it is refused."""
+    outside = [
+        f"{m.ref} ({s['link']})"
+        for m in memories
+        for s in m.stale
+        if isinstance(s, dict) and s.get("code") == memoryrail.LINK_OUTSIDE_REPO
+    ]
+    if outside:
+        raise LinkOutsideRepo(
+            {
+                "proposals": (
+                    f"{', '.join(outside)}: the link points outside the repository, so this"
+                    " proposal cannot be approved. Reject it, or fix the link upstream."
+                )
+            }
+        )
 
 
 def _decided_text(memory: Memory) -> dict[str, str]:

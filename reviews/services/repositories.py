@@ -208,8 +208,12 @@ def read_snapshot(copy: WorkingCopy, head: str, *, repository: Repository) -> Sn
         return times[link]
 
     stale_by_id: dict[str, list[dict[str, str]]] = {}
+    # Proposals too: the queue's "stale links" filter and the approve guard read this.
     for stale in memoryrail.check_staleness(
-        project.memories, root=copy.path, last_commit_time=last_commit_time
+        project.memories,
+        root=copy.path,
+        last_commit_time=last_commit_time,
+        statuses=memoryrail.REVIEW_STATUSES,
     ):
         stale_by_id.setdefault(stale.id, []).append(stale.as_dict())
     for memory in project.memories:

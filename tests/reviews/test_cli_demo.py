@@ -44,6 +44,10 @@ def test_it_matches_the_conformance_cases(case, capsys, tmp_path):
     assert sorted((s["code"], s["link"]) for s in report["stale"]) == sorted(
         tuple(s) for s in expected.get("stale", [])
     )
+    if "stale_memories" in expected:  # which memory each finding is about
+        assert sorted((s["code"], s["memory"], s["link"]) for s in report["stale"]) == sorted(
+            tuple(s) for s in expected["stale_memories"]
+        )
     assert [m["ref"] for m in report["memories"]] == expected["refs"]
     assert set(report) == {
         "ok",

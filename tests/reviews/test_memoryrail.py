@@ -62,8 +62,6 @@ def test_it_accepts_any_yaml_scalar_or_flow_sequence():
         ({"status": "draft"}, "status-invalid"),
         ({"id": "20261010-other"}, "id-mismatch"),
         ({"updated": "yesterday"}, "timestamp-invalid"),
-        ({"links": ["../../etc/passwd"]}, "link-outside-repo"),
-        ({"links": ["/etc/passwd"]}, "link-outside-repo"),
         ({"links": ["src\\db"]}, "link-invalid"),
         ({"title": ["a", "b"]}, "field-type"),
     ],
@@ -304,6 +302,34 @@ def test_it_checks_staleness_per_spec(tmp_path):
     )
     stale = memoryrail.check_staleness([memory], root=tmp_path, last_commit_time=lambda _: None)
     assert [s.code for s in stale] == ["link-outside-repo"]
+
+
+def test_it_keeps_a_memory_whose_link_escapes_and_reports_it_as_a_staleness_error(tmp_path):
+    links = ["../../etc/passwd", "/etc/passwd", "C:/x", "src/../../up", "gone"]
+    memories = []
+    for status in ("active", "proposed", "superseded"):
+        memory, problems = memoryrail.parse_memory(
+            memory_text(f"20260101-{status}", status=status, links=links),
+            path=f".memoryrail/memories/20260101-{status}.md",
+        )
+        assert problems == [] and memory is not None
+        memories.append(memory)
+    stale = memoryrail.check_staleness(memories, root=tmp_path, last_commit_time=lambda _: None)
+    got = {(s.code, s.id.removeprefix("20260101-"), s.link, s.level) for s in stale}
+    outside = {
+        ("link-outside-repo", st, link, "error")
+        for st in ("active", "proposed", "superseded")
+        for link in links[:4]
+    }
+    assert got == outside | {("stale-link", "active", "gone", "warning")}
+    stale = memoryrail.check_staleness(
+        memories,
+        root=tmp_path,
+        last_commit_time=lambda _: None,
+        statuses=memoryrail.REVIEW_STATUSES,
+    )
+    assert ("stale-link", "20260101-proposed", "gone") in {(s.code, s.id, s.link) for s in stale}
+    assert stale[0].as_dict()["memory"] == stale[0].id
 
 
 def test_it_renders_a_deterministic_block_and_keeps_outside_text():

@@ -33,7 +33,9 @@ def check(path: Path) -> dict:
     secrets = []
     directory = root / memoryrail.MEMORIES_DIR
     for file in sorted(directory.glob("*.md")) if directory.is_dir() else []:
-        if file.is_file() and not file.is_symlink():
+        # a file name that is not UTF-8 is a problem of read_project, never read
+        utf8_name = not any(0xD800 <= ord(ch) <= 0xDFFF for ch in file.name)
+        if utf8_name and file.is_file() and not file.is_symlink():
             text = file.read_bytes().decode("utf-8", errors="replace")
             secrets += memoryrail.scan_text(text, path=f"{memoryrail.MEMORIES_DIR}/{file.name}")
     stale = memoryrail.check_staleness(
