@@ -36,6 +36,7 @@ from reviews.serializers import (
     ProposalSerializer,
     RepositorySerializer,
     ReproposalAllowSerializer,
+    RevealSerializer,
 )
 
 READ = {"GET": "reviews:read"}
@@ -192,6 +193,44 @@ class ProposalDetail(APIView):
     )
     def get(self, request: Request, key: str) -> Response:
         return Response(ProposalSerializer(resolve_proposal(request, key)).data)
+
+
+class ProposalReveal(APIView):
+    permission_classes = [HasScope]
+    required_scopes = WRITE
+
+    @extend_schema(
+        summary="Show one memory's masked secrets, once (audited)",
+        description="Every read of a proposal masks the spans the secret rules match "
+        "(`[secret masked: RULE]`; `secret_findings` keeps rule and line). This answers the "
+        "memory with its own text, in this response only (`Cache-Control: no-store`), for a "
+        "reviewer who says why: `reason` is required (400 `reason-required`) and recorded "
+        "with each finding's rule and line in the audit event `review.secret-reveal`, never "
+        "the value. 409 `nothing-masked` when nothing in the memory is masked.",
+        parameters=[KEY, REPOSITORY],
+        request=RevealSerializer,
+        responses={200: ProposalSerializer, **error_responses(400, *AUTH_ERRORS, 404, 409)},
+    )
+    def post(self, request: Request, key: str) -> Response:
+        memory = resolve_proposal(request, key)
+        body = RevealSerializer(data=request.data)
+        if not body.is_valid():
+            raise ApiError(400, "invalid", "Invalid request body.", body.errors)
+        try:
+            memory = services.proposal_secret_reveal(
+                actor=Actor.from_request(request),
+                memory=memory,
+                reason=body.validated_data["reason"],
+            )
+        except PermissionDenied as exc:
+            raise ApiError(403, "forbidden", str(exc)) from exc
+        except services.RevealRefused as exc:
+            code = exc.code or "reason-required"
+            status_code = 409 if code == "nothing-masked" else 400
+            raise ApiError(status_code, code, exc.messages[0], {"reason": exc.messages}) from exc
+        response = Response(ProposalSerializer(memory, context={"reveal": True}).data)
+        response["Cache-Control"] = "no-store"
+        return response
 
 
 class ProposalDecide(APIView):

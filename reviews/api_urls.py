@@ -14,6 +14,11 @@ urlpatterns = [
     path("reviews/proposals/", api.ProposalList.as_view(), name="api-proposal-list"),
     path("reviews/proposals/<str:key>/", api.ProposalDetail.as_view(), name="api-proposal-detail"),
     path(
+        "reviews/proposals/<str:key>/reveal/",
+        api.ProposalReveal.as_view(),
+        name="api-proposal-reveal",
+    ),
+    path(
         "reviews/proposals/<str:key>/approve/",
         api.ProposalApprove.as_view(),
         name="api-proposal-approve",

@@ -64,3 +64,13 @@ class ReviewSettingsForm(forms.Form):
         label="Require two approvals for constraint and decision proposals",
         help_text="The first approval is recorded; the second, by a different reviewer, commits.",
     )
+
+
+class RevealForm(forms.Form):
+    reason = forms.CharField(
+        required=False,
+        max_length=2000,
+        label="Why you need to see the masked text",
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Shown to you once, in this response; the reason is recorded in the audit log.",
+    )

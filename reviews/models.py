@@ -7,6 +7,7 @@ from django.db import models
 from django.utils import timezone
 
 from memoryadmin.models import ApiToken, Team
+from reviews.memoryrail.secrets import secrets_mask_field
 
 
 class CredentialKind(models.TextChoices):
@@ -120,7 +121,7 @@ class Memory(models.Model):
         verbose_name_plural = "memories"
 
     def __str__(self) -> str:
-        return f"{self.ref} {self.title}"
+        return f"{self.ref} {secrets_mask_field('title', self.title)}"  # admin, logs: masked
 
 
 class DecisionKind(models.TextChoices):
@@ -207,7 +208,7 @@ class DecisionItem(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.ref} {self.title}"
+        return f"{self.ref} {secrets_mask_field('title', self.title)}"  # admin, logs: masked
 
 
 class ReviewSettings(models.Model):

@@ -3,7 +3,9 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from reviews.memoryrail.secrets import secrets_masked
 from reviews.models import Approval, Decision, Memory, Repository
+from reviews.services.content import masked_title, memory_text, problems_masked
 
 
 class RepositorySerializer(serializers.ModelSerializer):
@@ -42,6 +44,12 @@ class RepositorySerializer(serializers.ModelSerializer):
             "ambiguous_refs",
         ]
 
+    def to_representation(self, instance: Repository) -> dict[str, object]:
+        data = super().to_representation(instance)
+        data["problems"] = problems_masked(data.get("problems") or [])
+        data["last_error"] = secrets_masked(data.get("last_error") or "")
+        return data
+
 
 class ProposalListSerializer(serializers.ModelSerializer):
     repository = serializers.IntegerField(source="repository.id")
@@ -77,6 +85,14 @@ class ProposalListSerializer(serializers.ModelSerializer):
             "first_approved_by",
         ]
 
+    def to_representation(self, instance: Memory) -> dict[str, object]:
+        """Secrets masked (`[secret masked: RULE]`) unless the view passes `reveal` after an
+        audited reveal."""
+        data = super().to_representation(instance)
+        if not self.context.get("reveal"):
+            data["title"] = masked_title(instance.title)
+        return data
+
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_first_approved_by(self, memory: Memory) -> str | None:
         if hasattr(memory, "first_approved_by"):  # annotated by selectors.with_review_state
@@ -100,6 +116,23 @@ class ProposalSerializer(ProposalListSerializer):
             "stale",
             "blob_sha",
         ]
+
+    def to_representation(self, instance: Memory) -> dict[str, object]:
+        data = super().to_representation(instance)
+        if not self.context.get("reveal"):
+            text = memory_text(instance)
+            data["body"], data["front_matter"] = text.body, text.front_matter
+        return data
+
+
+class RevealSerializer(serializers.Serializer):
+    reason = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=2000,
+        help_text="Why you need to see the masked text (required; audited).",
+    )
 
 
 class DecisionSerializer(serializers.ModelSerializer):

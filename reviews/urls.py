@@ -17,6 +17,7 @@ urlpatterns = [
     ),
     path("p/<int:memory_pk>/", views.proposal_detail, name="proposal-detail"),
     path("p/<int:memory_pk>/decisions/", views.proposal_decisions, name="proposal-decisions"),
+    path("p/<int:memory_pk>/reveal/", views.proposal_reveal, name="proposal-reveal"),
     path(
         "p/<int:memory_pk>/approve/",
         views.proposal_decide,

@@ -16,9 +16,18 @@ from memoryadmin.models import Team
 from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import form_add_errors, team_view
 from reviews import memoryrail, routing, selectors, services
-from reviews.forms import BatchForm, DecisionForm, RepositoryForm, ReviewSettingsForm, RoutingForm
+from reviews.forms import (
+    BatchForm,
+    DecisionForm,
+    RepositoryForm,
+    RevealForm,
+    ReviewSettingsForm,
+    RoutingForm,
+)
+from reviews.memoryrail.secrets import secrets_masked
 from reviews.models import Decision, Memory, Repository, SyncState
 from reviews.rendering import render_markdown
+from reviews.services.content import masked_title, memory_text, problems_masked
 from reviews.services.routing import (
     repository_routing_update,
     review_settings,
@@ -41,6 +50,8 @@ def review_queue(request: HttpRequest) -> HttpResponse:
         filters["repository"] = ""
     queue = selectors.review_queue(team, filters=filters, user=request.user)
     page = Paginator(queue, PAGE_SIZE).get_page(request.GET.get("page"))
+    for memory in page:
+        memory.title = masked_title(memory.title)
     repositories = list(Repository.objects.filter(team=team).only("id", "name", "last_sync_ok"))
     context = {
         "page": page,
@@ -59,31 +70,82 @@ def review_queue(request: HttpRequest) -> HttpResponse:
 
 @team_view(Action.VIEW)
 def proposal_detail(request: HttpRequest, memory_pk: int) -> HttpResponse:
+    return _proposal_page(request, memory_pk)
+
+
+def _proposal_page(
+    request: HttpRequest,
+    memory_pk: int,
+    *,
+    revealed: bool = False,
+    reveal_form: RevealForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    """The proposal with its secrets masked; `revealed` shows its own text (after an audited
+    reveal, in that one response only)."""
     team = request.team  # type: ignore[attr-defined]
     memory = get_object_or_404(
         selectors.with_review_state(Memory.objects.select_related("repository")),
         pk=memory_pk,
         team=team,
     )
+    text = memory_text(memory)
+    if not revealed:
+        memory.title = text.title  # the page title, heading and decisions read it
     superseded = None
     if memory.supersedes:
         superseded = Memory.objects.filter(
             repository=memory.repository, memory_id=memory.supersedes
         ).first()
+    superseded_text = memory_text(superseded) if superseded else None
+    if superseded is not None and superseded_text is not None:
+        superseded.title = superseded_text.title
+    body = memory.body if revealed else text.body
+    front_matter = memory.front_matter if revealed else text.front_matter
     context = {
         "memory": memory,
-        "body_html": mark_safe(render_markdown(memory.body)),  # noqa: S308 - sanitised by nh3
+        "body_html": mark_safe(render_markdown(body)),  # noqa: S308 - sanitised by nh3
         "superseded": superseded,
-        "superseded_html": mark_safe(render_markdown(superseded.body)) if superseded else "",  # noqa: S308
-        "front_matter": [(k, memoryrail.encode_value(v)) for k, v in memory.front_matter.items()],
+        "superseded_html": (
+            mark_safe(render_markdown(superseded_text.body))  # noqa: S308 - sanitised by nh3
+            if superseded_text
+            else ""
+        ),
+        "front_matter": [(k, memoryrail.encode_value(v)) for k, v in front_matter.items()],
         **_proposal_decisions(memory),
         "can_review": user_can(request.user, team, Action.REVIEW),
         "approvals_needed": selectors.approvals_needed(
             memory.type, two_approvals=selectors.requires_two_approvals(team)
         ),
         "form": DecisionForm(),
+        "masked": text.masked and not revealed,
+        "revealed": revealed,
+        "reveal_form": reveal_form or RevealForm(),
     }
-    return render(request, "reviews/proposal.html", context)
+    response = render(request, "reviews/proposal.html", context, status=status)
+    if revealed:
+        response["Cache-Control"] = "no-store"  # shown once: not kept by the browser or a proxy
+    return response
+
+
+@require_POST
+@team_view(Action.REVIEW)
+def proposal_reveal(request: HttpRequest, memory_pk: int) -> HttpResponse:
+    """Show the masked text once to a reviewer who gives a reason (audited); viewers get 403."""
+    team = request.team  # type: ignore[attr-defined]
+    memory = get_object_or_404(Memory, pk=memory_pk, team=team)
+    form = RevealForm(request.POST)
+    form.is_valid()
+    try:
+        services.proposal_secret_reveal(
+            actor=Actor.from_request(request),
+            memory=memory,
+            reason=form.cleaned_data.get("reason", ""),
+        )
+    except ValidationError as exc:
+        form.add_error("reason", exc.messages)
+        return _proposal_page(request, memory.pk, reveal_form=form, status=400)
+    return _proposal_page(request, memory.pk, revealed=True)
 
 
 def _proposal_decisions(memory: Memory) -> dict[str, object]:
@@ -227,6 +289,9 @@ def review_batch(request: HttpRequest) -> HttpResponse:
 def review_history(request: HttpRequest) -> HttpResponse:
     team = request.team  # type: ignore[attr-defined]
     page = Paginator(selectors.decision_history(team), PAGE_SIZE).get_page(request.GET.get("page"))
+    for decision in page:
+        for item in decision.items.all():  # the prefetched rows the template shows
+            item.title = masked_title(item.title)
     polling = any(d.state == "pending" for d in page)
     template = "reviews/_history_rows.html" if request.htmx else "reviews/history.html"  # type: ignore[attr-defined]
     can_review = user_can(request.user, team, Action.REVIEW)
@@ -281,6 +346,8 @@ def _repository_page(
     request: HttpRequest, repository: Repository, routing_form: RoutingForm, status: int = 200
 ) -> HttpResponse:
     team = request.team  # type: ignore[attr-defined]
+    repository.problems = problems_masked(repository.problems)
+    repository.last_error = secrets_masked(repository.last_error)
     context = {
         "repository": repository,
         "counts": {

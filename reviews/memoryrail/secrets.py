@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -79,3 +80,139 @@ def scan_text(text: str, *, path: str) -> list[SecretFinding]:
                     findings.append(SecretFinding(rule, path, number))
                 break
     return findings
+
+
+# --- masking: the same rules, with the matched span replaced --------------------------------
+
+# A marker the rules do not match again (`[secret: RULE masked]` would: "secret: aws-…" reads as
+# a credential assignment), so masked text scans clean and masking twice changes nothing.
+MASK = "[secret masked: {rule}]"
+_RULE_ORDER = {rule: index for index, (rule, _) in enumerate(RULES)}
+_PEM_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----")
+_PEM_BODY = re.compile(r"[A-Za-z0-9+/=]+|[A-Za-z][A-Za-z0-9-]*: .*")
+_KEY_MAX_LINES = 200  # a 16384-bit RSA key in PEM is about 190 lines
+_LINE_BREAKS = "\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines() splits on
+
+
+def mask_marker(rule: str) -> str:
+    return MASK.format(rule=rule)
+
+
+def _line_spans(line: str) -> tuple[list[tuple[int, int, str]], list[str]]:
+    """(spans to mask as (start, end, rule), rules that matched) for one line, as scan_text."""
+    spans: list[tuple[int, int, str]] = []
+    rules: list[str] = []
+    for rule, pattern in RULES:
+        for match in pattern.finditer(line):
+            if rule == "credential-assignment" and not _assignment_is_literal(match):
+                continue
+            if rule == "url-credentials" and _URL_PLACEHOLDER.search(match.group()):
+                continue
+            if rule not in rules:
+                rules.append(rule)
+            start, end = match.span()
+            if rule == "credential-assignment":
+                start, end = match.span("value")  # keep the name: `password=[secret masked: …]`
+            elif rule == "url-credentials":
+                start, end = match.start() + match.group().index("://") + 3, end - 1  # user:pass
+            elif rule == "private-key":
+                closing = _PEM_END.search(line, end)  # a key written on one line
+                end = closing.end() if closing else len(line)
+            spans.append((start, end, rule))
+    return spans, rules
+
+
+def _apply(line: str, spans: list[tuple[int, int, str]]) -> str:
+    """Replace each group of overlapping spans by one marker, named after its most specific rule
+    (the earliest in RULES: `token=ghp_…` is a github-token, not just an assignment)."""
+    merged: list[tuple[int, int, str]] = []
+    for start, end, rule in sorted(spans):
+        if merged and start < merged[-1][1]:
+            first, last, named = merged[-1]
+            named = rule if _RULE_ORDER[rule] < _RULE_ORDER[named] else named
+            merged[-1] = (first, max(last, end), named)
+        else:
+            merged.append((start, end, rule))
+    out, position = [], 0
+    for start, end, rule in merged:
+        out += [line[position:start], mask_marker(rule)]
+        position = end
+    out.append(line[position:])
+    return "".join(out)
+
+
+def secrets_mask(text: str, *, path: str = "") -> tuple[str, list[SecretFinding]]:
+    """`text` with every span the rules match replaced by `[secret masked: RULE]`, and the
+    findings scan_text reports for it (same rules, same lines).
+
+    Line breaks are kept, so line numbers stay those of the findings. A private key is masked
+    from its BEGIN line through its END line (the rule matches only the header; the key is the
+    lines below it); without an END line, through the lines that look like a PEM body."""
+    lines = text.splitlines(keepends=True)  # the same line breaks as scan_text's splitlines()
+    contents = [line.rstrip(_LINE_BREAKS) for line in lines]
+    findings: list[SecretFinding] = []
+    key_lines: dict[int, int] = {}  # index of a line inside a private key -> where to mask to
+    for index, content in enumerate(contents):
+        spans, rules = _line_spans(content)
+        findings += [SecretFinding(rule, path, index + 1) for rule in rules]
+        headers = [start for start, _, rule in spans if rule == "private-key"]
+        if headers and _PEM_END.search(content, max(headers)) is None:
+            key_lines.update(_key_body(contents, index + 1))  # the key is on the next lines
+        if index in key_lines:
+            spans.append((0, key_lines[index], "private-key"))
+        if spans:
+            lines[index] = _apply(content, spans) + lines[index][len(content) :]
+    return "".join(lines), findings
+
+
+def _key_body(contents: list[str], first: int) -> dict[int, int]:
+    """The lines after a private key header that are the key: through its END line when there
+    is one near, else while they look like a PEM body."""
+    window = contents[first : first + _KEY_MAX_LINES]
+    for offset, content in enumerate(window):
+        closing = _PEM_END.search(content)
+        if closing is not None:
+            body = {first + n: len(contents[first + n]) for n in range(offset)}
+            return body | {first + offset: closing.end()}
+    body: dict[int, int] = {}
+    for offset, content in enumerate(window):
+        if not _PEM_BODY.fullmatch(content.strip()):
+            break
+        body[first + offset] = len(content)
+    return body
+
+
+def secrets_masked(text: str) -> str:
+    """Just the masked text (titles, summaries, commit messages)."""
+    return secrets_mask(text)[0] if text else text
+
+
+def secrets_mask_field(key: str, value: Any) -> Any:
+    """A front matter value with its secrets masked, read as the file line `key: value` the
+    scanner saw (so `token: abcdef123456` is masked although `abcdef123456` alone is not).
+
+    Mappings and lists are masked item by item (keys too); a number or other scalar the line
+    rule matches becomes the masked string; anything else is returned as it is."""
+    if isinstance(value, dict):
+        return {secrets_masked(str(k)): secrets_mask_field(str(k), v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [secrets_mask_field(key, v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if not isinstance(value, str | int | float):
+        return value
+    text = str(value)
+    prefix = f"{key}: "
+    line = secrets_masked(prefix + text)
+    masked = line[len(prefix) :] if line.startswith(prefix) else secrets_masked(text)
+    masked = secrets_masked(masked)
+    if masked == text:
+        return value
+    return masked
+
+
+def secrets_mask_front_matter(front_matter: Any) -> Any:
+    """Every key and value of a front matter mapping masked (see secrets_mask_field)."""
+    if not isinstance(front_matter, dict):
+        return front_matter
+    return {secrets_masked(str(k)): secrets_mask_field(str(k), v) for k, v in front_matter.items()}

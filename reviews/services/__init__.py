@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from reviews.services.content import RevealRefused, proposal_secret_reveal
 from reviews.services.decisions import (
     AlreadyApproved,
     HumanApprovalRequired,
@@ -37,6 +38,7 @@ __all__ = [
     "LinkOutsideRepo",
     "ProposalNotOpen",
     "RejectionNotLiftable",
+    "RevealRefused",
     "ReviewOutcome",
     "SecretOverrideRequired",
     "commit_identity",
@@ -44,6 +46,7 @@ __all__ = [
     "decisions_fail_pending",
     "proposal_approve",
     "proposal_reject",
+    "proposal_secret_reveal",
     "proposals_decide",
     "proposals_review",
     "rejection_reproposal_allow",

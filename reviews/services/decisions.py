@@ -27,7 +27,7 @@ from reviews.models import (
     PushState,
     ReviewSettings,
 )
-from reviews.services.content import memory_hashes
+from reviews.services.content import masked_title, memory_hashes
 from webhooks import events as webhook_events
 from webhooks.services import event_emit
 
@@ -146,7 +146,7 @@ def _first_approvals(
             team=team,
             target=approval,
             summary=(
-                f"First approval (1 of 2) of {memory.ref} {memory.title}"
+                f"First approval (1 of 2) of {memory.ref} {masked_title(memory.title)}"
                 f" in {memory.repository.name}"
             ),
             data={
@@ -293,7 +293,7 @@ def proposals_review(
                     memory=m,
                     memory_key=m.memory_id,
                     ref=m.ref,
-                    title=m.title,
+                    title=masked_title(m.title)[:1000],  # what history and commits show
                     path=m.path,
                     blob_sha=m.blob_sha,
                     supersedes=m.supersedes,
@@ -306,7 +306,8 @@ def proposals_review(
         )
         refs = [m.ref for m in group]
         verb = "Approved" if kind == DecisionKind.APPROVE else "Rejected"
-        what = f"{refs[0]} {group[0].title}" if len(group) == 1 else f"{len(group)} proposals"
+        title = masked_title(group[0].title)
+        what = f"{refs[0]} {title}" if len(group) == 1 else f"{len(group)} proposals"
         audit_record(
             actor=actor,
             action=f"review.{kind}",
@@ -401,7 +402,7 @@ def _decision_event(
                     "memory_id": m.memory_id,
                     "ref": m.ref,
                     "type": m.type,
-                    "title": m.title,
+                    "title": masked_title(m.title),
                     "path": m.path,
                     "first_approval_by": (earlier[m.pk].actor_label if m.pk in earlier else None),
                 }

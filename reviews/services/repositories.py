@@ -21,6 +21,7 @@ from memoryadmin.locks import LockBusy
 from memoryadmin.models import Team
 from reviews import memoryrail
 from reviews.git import Credential, GitError, WorkingCopy
+from reviews.memoryrail.secrets import secrets_mask_field
 from reviews.models import CredentialKind, Memory, MemoryStatus, Repository, SyncState
 from reviews.services.routing import assignments_refresh
 from webhooks import events as webhook_events
@@ -433,7 +434,7 @@ def _proposal_events(
                 "memory_id": row["memory_id"],
                 "ref": row["ref"],
                 "type": row["type"],
-                "title": row["title"],
+                "title": secrets_mask_field("title", row["title"]),
                 "path": row["path"],
                 "supersedes": row["supersedes"],
             },

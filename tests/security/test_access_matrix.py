@@ -84,6 +84,8 @@ PAGES = [
     Page("decision-allow-reproposal", REVIEW, get=None, post=302),
     Page("proposal-detail", VIEW),
     Page("proposal-decisions", VIEW),
+    # the world's proposal has nothing masked: refused with its reason (400), after the role check
+    Page("proposal-reveal", REVIEW, get=None, post=400, data={"reason": "matrix"}),
     Page("proposal-approve", REVIEW, get=None, post=302),
     Page("proposal-reject", REVIEW, get=None, post=302, data={"comment": "no"}),
     Page("repository-list", VIEW, idor=False),
@@ -137,6 +139,7 @@ APIS = [
     Api("api-repository-detail", "GET", Scope.REVIEWS_READ, pk="repository"),
     Api("api-proposal-list", "GET", Scope.REVIEWS_READ),
     Api("api-proposal-detail", "GET", Scope.REVIEWS_READ),
+    Api("api-proposal-reveal", "POST", Scope.REVIEWS_WRITE, ok=409, body={"reason": "matrix"}),
     Api("api-proposal-approve", "POST", Scope.REVIEWS_WRITE, ok=202, body={}),
     Api("api-proposal-reject", "POST", Scope.REVIEWS_WRITE, ok=202, body={"comment": "no"}),
     Api(
