@@ -249,3 +249,16 @@ def test_it_probes_every_query_parameter_the_code_reads():
                 found.update(re.findall(r'"([a-z_]+)"', keys))
     assert found, "the scan found no query parameter at all"
     assert found <= set(QUERY_NAMES), sorted(found - set(QUERY_NAMES))
+
+
+def test_it_reads_the_bytes_of_a_lone_surrogate_as_replacement_characters(team, admin_user):
+    """%ED%A0%80 is not UTF-8: Django decodes it to U+FFFD (or keeps it escaped in a path)."""
+    client = APIClient(raise_request_exception=False)
+    client.force_login(admin_user)
+    for url, expected in (
+        ("/api/context/?team=alpha&scope=%ED%A0%80", 200),
+        ("/api/reviews/proposals/%ED%A0%80/?team=alpha", 404),
+        ("/t/alpha/audit/?action=%ED%A0%80", 200),
+        ("/t/alpha/sources/%ED%A0%80/", 404),
+    ):
+        assert client.get(url).status_code == expected, url
