@@ -46,6 +46,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "memoryadmin.middleware.ContentSecurityPolicyMiddleware",
+    "memoryadmin.middleware.RequestCharactersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -153,6 +155,12 @@ SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+# Sent on every response (memoryadmin.middleware): no inline script or style, no remote loads.
+CONTENT_SECURITY_POLICY = env_str(
+    "MEMORYADMIN_CONTENT_SECURITY_POLICY",
+    "default-src 'self'; img-src 'self' data:; script-src 'self'; style-src 'self';"
+    " object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
+)
 if env_bool("MEMORYADMIN_BEHIND_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]

@@ -6,6 +6,13 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
 
 from memoryadmin import api_views, views
+from memoryadmin.middleware import content_security_policy_extend
+
+# Redoc styles its page at run time (styled-components' <style> elements) and runs its search
+# in a worker from a blob: URL; the page shows only our own schema.
+api_docs_csp = content_security_policy_extend(
+    {"style-src": "'unsafe-inline'", "worker-src": "blob:"}
+)
 
 team_patterns = [
     path("", views.team_home, name="team-home"),
@@ -31,6 +38,10 @@ urlpatterns = [
     path("api/", include("sources.api_urls")),
     path("api/", include("reviews.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-docs"),
+    path(
+        "api/docs/",
+        api_docs_csp(SpectacularRedocView.as_view(url_name="api-schema")),
+        name="api-docs",
+    ),
     path("", include("bundles.api_urls")),
 ]

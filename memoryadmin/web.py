@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -47,3 +48,53 @@ def form_add_errors(form: forms.Form, exc: ValidationError) -> None:
             form.add_error(field if field in form.fields else None, errors)
     else:
         form.add_error(None, exc.messages)
+
+
+# --- widgets for credentials: a form that fails validation never renders one back -----------
+
+
+class SecretInput(forms.PasswordInput):
+    """A one-line secret (a token, a password): typed, sent, never rendered back."""
+
+    def __init__(self, attrs: dict[str, Any] | None = None) -> None:
+        super().__init__({"autocomplete": "new-password", **(attrs or {})}, render_value=False)
+
+
+class SecretTextarea(forms.Textarea):
+    """A multi-line secret (an SSH private key): the textarea is always empty when shown."""
+
+    def __init__(self, attrs: dict[str, Any] | None = None) -> None:
+        super().__init__({"autocomplete": "off", "spellcheck": "false", **(attrs or {})})
+
+    def format_value(self, value: Any) -> None:
+        return None
+
+
+# `scheme://userinfo@`: the userinfo is a user name and maybe a password or token.
+_URL_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<userinfo>[^/?#]*)@")
+
+
+def url_without_credentials(url: str) -> str:
+    """The URL with any userinfo dropped; an SSH user name alone (ssh://git@host) stays."""
+    match = _URL_USERINFO.match(url)
+    if match is None:
+        return url  # no userinfo, or scp-like `git@host:path`, whose part before @ is a user
+    if match["scheme"].lower() == "ssh" and ":" not in match["userinfo"]:
+        return url
+    return f"{match['scheme']}://" + url[match.end() :]
+
+
+class CredentialFreeMixin:
+    """Renders a URL field's value without the credentials a user may have typed into it."""
+
+    def format_value(self, value: Any) -> Any:
+        value = super().format_value(value)  # type: ignore[misc]
+        return url_without_credentials(value) if isinstance(value, str) else value
+
+
+class CredentialFreeTextInput(CredentialFreeMixin, forms.TextInput):
+    pass
+
+
+class CredentialFreeURLInput(CredentialFreeMixin, forms.URLInput):
+    pass

@@ -2,13 +2,17 @@ from __future__ import annotations
 
 from django import forms
 
+from memoryadmin.web import CredentialFreeTextInput, SecretTextarea
 from reviews.models import CredentialKind
 
 
 class RepositoryForm(forms.Form):
     name = forms.CharField(max_length=100)
     remote_url = forms.CharField(
-        max_length=500, label="Remote URL", help_text="https://…, ssh://… or git@host:path"
+        max_length=500,
+        label="Remote URL",
+        help_text="https://…, ssh://… or git@host:path",
+        widget=CredentialFreeTextInput,
     )
     branch = forms.CharField(max_length=200, initial="main")
     credential_kind = forms.ChoiceField(choices=CredentialKind.choices, label="Credential")
@@ -18,7 +22,7 @@ class RepositoryForm(forms.Form):
     credential_secret = forms.CharField(
         required=False,
         label="Token or SSH private key",
-        widget=forms.Textarea(attrs={"autocomplete": "off", "rows": 4}),
+        widget=SecretTextarea(attrs={"rows": 4}),
         help_text="Stored encrypted and never shown again.",
     )
     ssh_known_hosts = forms.CharField(

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django import forms
 
+from memoryadmin.web import CredentialFreeTextInput, SecretInput
 from sources.fetchers import Credential
 from sources.models import CredentialKind
 from sources.services import MAX_SECRET_CHARS, MAX_USERNAME_CHARS
@@ -19,7 +20,7 @@ class CredentialFields(forms.Form):
     token = forms.CharField(
         required=False,
         max_length=MAX_SECRET_CHARS,
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        widget=SecretInput,
         label="Bearer token",
     )
     username = forms.CharField(required=False, max_length=MAX_USERNAME_CHARS)
@@ -27,7 +28,7 @@ class CredentialFields(forms.Form):
         required=False,
         strip=False,
         max_length=MAX_SECRET_CHARS,
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        widget=SecretInput,
     )
 
     def clean(self):  # type: ignore[no-untyped-def]
@@ -53,6 +54,7 @@ class CredentialFields(forms.Form):
 class SourceAddForm(CredentialFields):
     location = forms.CharField(
         max_length=1000,
+        widget=CredentialFreeTextInput,
         label="Directory path or HTTPS URL",
         help_text="An absolute directory path on this server, or an https:// base URL. "
         "Its memories.json manifest is read from there.",

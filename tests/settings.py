@@ -26,3 +26,7 @@ if os.environ.get("MEMORYADMIN_WORKER_DB_NAME"):
     DATABASES["default"]["NAME"] = os.environ["MEMORYADMIN_WORKER_DB_NAME"]  # noqa: F405
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
+
+# Django's test flush truncates the append-only audit table; tests/pgflush allows that only.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # noqa: F405
+    DATABASES["default"]["ENGINE"] = "tests.pgflush"  # noqa: F405

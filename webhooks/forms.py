@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django import forms
 
+from memoryadmin.web import CredentialFreeURLInput
 from webhooks import events as ev
 
 
@@ -9,7 +10,9 @@ class EndpointForm(forms.Form):
     url = forms.CharField(
         label="Payload URL",
         max_length=2000,
-        widget=forms.URLInput(attrs={"placeholder": "https://example.org/hooks/memoryadmin"}),
+        widget=CredentialFreeURLInput(
+            attrs={"placeholder": "https://example.org/hooks/memoryadmin"}
+        ),
     )
     events = forms.MultipleChoiceField(
         choices=[(name, f"{name} — {text}") for name, text in ev.EVENT_DESCRIPTIONS.items()],

@@ -23,7 +23,7 @@ DROP FUNCTION IF EXISTS memoryadmin_audit_immutable();
 def forward(apps, schema_editor):  # type: ignore[no-untyped-def]
     # Only PostgreSQL: SQLite (the embedded default) relies on the ORM guard, because
     # Django's test flush empties tables with DELETE and SQLite has no per-session bypass.
-    # TRUNCATE stays possible for the database owner (test flush, deliberate maintenance).
+    # TRUNCATE is refused by 0003 (row triggers never see it).
     if schema_editor.connection.vendor == "postgresql":
         schema_editor.execute(PG_FORWARD, params=None)
 
