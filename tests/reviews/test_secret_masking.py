@@ -215,7 +215,7 @@ def test_it_masks_problem_messages_that_quote_a_file_on_the_repository_page_and_
     client, viewer_user, token_client, team, repository, remote
 ):
     broken = memory_text(
-        "20260302-broken", status="proposed", links=[f"../https://bob:{PASSWORD}@example.com/x"]
+        "20260302-broken", status="proposed", links=[f"src\\https://bob:{PASSWORD}@example.com/x"]
     )
     remote.commit({f"{M}/20260302-broken.md": broken}, "A link with credentials")
     services.repository_sync(repository_id=repository.pk)
@@ -223,11 +223,11 @@ def test_it_masks_problem_messages_that_quote_a_file_on_the_repository_page_and_
     assert PASSWORD in json.dumps(repository.problems)  # the reader quotes the link
     client.force_login(viewer_user)
     page = client.get(reverse("repository-detail", args=["alpha", repository.pk])).content.decode()
-    assert "link-outside-repo" in page and "[secret masked: url-credentials]" in page
+    assert "link-invalid" in page and "[secret masked: url-credentials]" in page
     assert PASSWORD not in page
     api = token_client(team, ["reviews:read"]).get(f"/api/reviews/repositories/{repository.pk}/")
     assert api.status_code == 200
-    assert "link-outside-repo" in api.content.decode() and PASSWORD not in api.content.decode()
+    assert "link-invalid" in api.content.decode() and PASSWORD not in api.content.decode()
 
 
 # --- the API ---------------------------------------------------------------------------------

@@ -44,5 +44,5 @@ def backward(apps, schema_editor):  # type: ignore[no-untyped-def]
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memoryadmin", "0002_audit_append_only")]
+    dependencies = [("memoryadmin", "0003_apitoken_kind")]
     operations = [migrations.RunPython(forward, backward)]
