@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import OperationalError, transaction
 from django.utils import timezone
 
 from memoryadmin import crypto
@@ -485,10 +485,10 @@ def source_refresh(
         run.refresh_from_db()
         return run
     RefreshRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, started_at=started)
-    snapshot, rows, validators = _previous_state(source)
     credential = fetchers.Credential()
     fetcher: fetchers.Fetcher | None = None
     try:
+        snapshot, rows, validators = _previous_state(source)
         credential = source_credential(source)
         fetcher = fetchers.make_fetcher(
             source.kind,
@@ -508,10 +508,32 @@ def source_refresh(
         return _refresh_failed(source.pk, run.pk, exc.code, message, exc.health, started, clock)
     except ValueError as exc:  # a stored credential the current key cannot decrypt
         return _refresh_failed(source.pk, run.pk, "credential", str(exc), "stale", started, clock)
+    except OperationalError:
+        raise  # the database is unavailable: the task retries this run
+    except Exception as exc:  # a bug must fail the run visibly, never leave it running
+        logger.exception("source %s refresh %s: reading failed", source.pk, run.pk)
+        message = scrub(f"reading the source failed: {_error_text(exc)}", credential)
+        return _refresh_failed(source.pk, run.pk, "read-failed", message, "stale", started, clock)
     finally:
         if fetcher is not None:
             fetcher.close()
-    return _refresh_succeeded(source.pk, run.pk, result, rows, started, clock)
+    try:
+        return _refresh_succeeded(source.pk, run.pk, result, rows, started, clock)
+    except (OperationalError, Source.DoesNotExist, RefreshRun.DoesNotExist):
+        raise  # retried by the task, or the source was deleted meanwhile (the run ends `gone`)
+    except Exception as exc:
+        # Nothing of the swap was stored (one transaction). A failed refresh must not look
+        # successful: the run fails with the reason and the source goes stale, so its records
+        # are served with `stale: true` instead of as if they were current.
+        logger.exception("source %s refresh %s: storing the result failed", source.pk, run.pk)
+        message = scrub(f"storing the refresh failed: {_error_text(exc)}", credential)
+        return _refresh_failed(source.pk, run.pk, "store-failed", message, "stale", started, clock)
+
+
+def _error_text(exc: BaseException) -> str:
+    """An exception as text any database column can hold (no NUL, no lone surrogate)."""
+    text = f"{type(exc).__name__}: {exc}"[:500]
+    return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
 
 
 def _finish_run(

@@ -89,9 +89,11 @@ def test_it_swaps_snapshots_atomically_when_the_swap_fails(team, tmp_path, monke
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(services.Problem.objects, "bulk_create", explode)
-    with pytest.raises(RuntimeError):
-        services.source_refresh(source_id=source.pk)
+    run = services.source_refresh(source_id=source.pk)
+    assert run.status == RunStatus.FAILED and run.error_code == "store-failed"
+    assert "disk full" in run.error
     source.refresh_from_db()
+    assert source.health == Health.STALE and source.last_error_code == "store-failed"
     assert source.current_snapshot_id == old
     assert [r.title for r in Record.objects.filter(snapshot_id=old)] == ["A record"]
     assert Snapshot.objects.filter(source=source).count() == 1
