@@ -16,6 +16,7 @@ import ipaddress
 import os
 import ssl
 import stat
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ import httpx
 
 from sources import openmemories as om
 from webhooks import netguard
+from webhooks.deadline import DeadlineClock, DeadlinePassed, deadline_client
 
 MANIFEST_NAME = "memories.json"
 MAX_REDIRECTS = 5
@@ -43,6 +45,9 @@ class FetchPolicy:
     max_entries: int = 20_000
     allow_http_loopback: bool = False
     allow_private_addresses: bool = False
+    # Wall-clock limits for HTTPS: one request (with its redirects and body), and a whole read.
+    request_deadline: float = 30.0
+    refresh_deadline: float = 300.0
 
 
 def policy_from_settings() -> FetchPolicy:
@@ -50,6 +55,8 @@ def policy_from_settings() -> FetchPolicy:
 
     return FetchPolicy(
         timeout=float(settings.SOURCE_HTTP_TIMEOUT),
+        request_deadline=float(settings.SOURCE_REQUEST_DEADLINE),
+        refresh_deadline=float(settings.SOURCE_REFRESH_DEADLINE),
         max_response_bytes=settings.SOURCE_MAX_RESPONSE_BYTES,
         max_manifest_bytes=settings.SOURCE_MAX_MANIFEST_BYTES,
         max_entries=settings.SOURCE_MAX_ENTRIES,
@@ -307,11 +314,16 @@ class HttpsFetcher:
         self.base = httpx.URL(identity)
         self._authorization = (credential or Credential()).header()
         self._resolved: dict[tuple[str, int], list[str]] = {}
-        self._client = httpx.Client(
+        # httpx's timeout bounds each socket operation; the clock bounds each request as a whole
+        # (SOURCE_REQUEST_DEADLINE) and this read of the source (SOURCE_REFRESH_DEADLINE).
+        self._clock = DeadlineClock()
+        self._read_ends = time.monotonic() + policy.refresh_deadline
+        self._client = deadline_client(
+            self._clock,
             verify=ssl_context(),
             timeout=httpx.Timeout(policy.timeout),
             follow_redirects=False,
-            trust_env=False,  # no proxies or .netrc credentials picked up from the environment
+            # no proxies or .netrc credentials picked up from the environment (trust_env=False)
             headers={"User-Agent": "memoryadmin-openmemories/0.1", "Accept-Encoding": "identity"},
         )
 
@@ -383,6 +395,29 @@ class HttpsFetcher:
             return
 
     def _get(self, url: httpx.URL, validator: Validator | None, limit: int) -> Fetched:
+        """One GET with its redirects and body, within the request deadline and what is left of
+        the read's budget; passing either fails the whole read (the source goes stale)."""
+        request_ends = time.monotonic() + self.policy.request_deadline
+        whole_read = self._read_ends <= request_ends
+        try:
+            if self._read_ends <= time.monotonic():
+                raise DeadlinePassed("no time left")
+            with self._clock.until(min(request_ends, self._read_ends)):
+                return self._get_within(url, validator, limit)
+        except DeadlinePassed as exc:
+            if whole_read:
+                raise SourceError(
+                    "refresh-deadline",
+                    f"reading the source took longer than {self.policy.refresh_deadline:g} s "
+                    f"(MEMORYADMIN_SOURCE_REFRESH_DEADLINE); stopped at {url}",
+                ) from exc
+            raise SourceError(
+                "deadline",
+                f"{url} did not answer in full within {self.policy.request_deadline:g} s "
+                "(MEMORYADMIN_SOURCE_REQUEST_DEADLINE)",
+            ) from exc
+
+    def _get_within(self, url: httpx.URL, validator: Validator | None, limit: int) -> Fetched:
         headers: dict[str, str] = {}
         if self._authorization:
             headers["Authorization"] = self._authorization
