@@ -58,10 +58,11 @@ def test_it_stops_serving_a_disabled_source(team, tmp_path):
         services.source_refresh_request(actor=Actor.system(), source=source)
 
 
-def test_it_refuses_the_same_source_twice_per_team(team, other_team, tmp_path):
+def test_it_refuses_the_same_source_twice_per_team(team, other_team, tmp_path, settings):
     _add(team, tmp_path)
     with pytest.raises(ValidationError):
         _add(team, tmp_path)
+    settings.SOURCE_LOCAL_SHARED = True  # another team's folder only when the operator allows
     assert _add(other_team, tmp_path).team == other_team
 
 
