@@ -242,6 +242,21 @@ WEBHOOK_HTTP_TIMEOUT = env_int("MEMORYADMIN_WEBHOOK_HTTP_TIMEOUT", 5)
 SOURCE_MAX_RESPONSE_BYTES = env_int("MEMORYADMIN_SOURCE_MAX_RESPONSE_BYTES", 1_048_576)
 SOURCE_MAX_MANIFEST_BYTES = env_int("MEMORYADMIN_SOURCE_MAX_MANIFEST_BYTES", 4_194_304)
 SOURCE_MAX_ENTRIES = env_int("MEMORYADMIN_SOURCE_MAX_ENTRIES", 20_000)
+# Wall-clock limits of HTTPS source reads: one request with its body, and a whole refresh.
+SOURCE_REQUEST_DEADLINE = env_int("MEMORYADMIN_SOURCE_REQUEST_DEADLINE", 30, minimum=1)
+SOURCE_REFRESH_DEADLINE = env_int("MEMORYADMIN_SOURCE_REFRESH_DEADLINE", 300, minimum=1)
+# Local sources must resolve inside one of these folders (empty: only a superuser adds one).
+# Under DEBUG (make run) the default allows DATA_DIR/sources and the demo's folder.
+SOURCE_LOCAL_ROOTS = env_list(
+    "MEMORYADMIN_SOURCE_LOCAL_ROOTS",
+    [str(DATA_DIR / "sources"), str(DATA_DIR / "demo" / "openmemories")] if DEBUG else [],
+)
+if any(not Path(root).is_absolute() for root in SOURCE_LOCAL_ROOTS):
+    raise ConfigError("MEMORYADMIN_SOURCE_LOCAL_ROOTS must list absolute directory paths")
+# Whether two teams may read the same local folder (or one inside the other).
+SOURCE_LOCAL_SHARED = env_bool("MEMORYADMIN_SOURCE_LOCAL_SHARED", False)
+# Wall-clock limit of one webhook delivery attempt (connect, send, response).
+WEBHOOK_DELIVERY_DEADLINE = env_int("MEMORYADMIN_WEBHOOK_DELIVERY_DEADLINE", 15, minimum=1)
 BUNDLE_MAX_BYTES = env_int("MEMORYADMIN_BUNDLE_MAX_BYTES", 512 * 1024 * 1024)
 BUNDLE_SYNC_IMPORT_MAX_BYTES = env_int("MEMORYADMIN_BUNDLE_SYNC_IMPORT_MAX_BYTES", 32 * 1024 * 1024)
 BUNDLE_IMPORT_LEASE_SECONDS = env_int("MEMORYADMIN_BUNDLE_IMPORT_LEASE_SECONDS", 600)

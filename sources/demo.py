@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import Team
@@ -113,7 +114,11 @@ def seed(*, team: Team, user: Any) -> str:
     _, identity = normalize_location(str(root.resolve()))
     source = Source.objects.filter(team=team, identity=identity).first()
     if source is None:
-        source = services.source_add(actor=actor, team=team, location=identity)
+        try:
+            source = services.source_add(actor=actor, team=team, location=identity)
+        except ValidationError as exc:  # e.g. MEMORYADMIN_SOURCE_LOCAL_ROOTS leaves it out
+            reasons = "; ".join(exc.message_dict.get("location", exc.messages))
+            return f"Demo source {identity} not added: {reasons}"
     if source.state != SourceState.APPROVED:
         services.source_approve(actor=actor, source=source)
     run = services.source_refresh(source_id=source.pk, trigger="demo")

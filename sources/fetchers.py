@@ -16,7 +16,8 @@ import ipaddress
 import os
 import ssl
 import stat
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,11 +29,15 @@ import httpx
 
 from sources import openmemories as om
 from webhooks import netguard
+from webhooks.deadline import DeadlineClock, DeadlinePassed, deadline_client
 
 MANIFEST_NAME = "memories.json"
 MAX_REDIRECTS = 5
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain"})
+# One text for every local path outside the allowed roots, whether it exists or not: the answer
+# must not tell a team anything about the server's folders.
+OUTSIDE_ROOTS = "This path is not inside a folder that this server allows for local sources."
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,12 @@ class FetchPolicy:
     max_entries: int = 20_000
     allow_http_loopback: bool = False
     allow_private_addresses: bool = False
+    # Wall-clock limits for HTTPS: one request (with its redirects and body), and a whole read.
+    request_deadline: float = 30.0
+    refresh_deadline: float = 300.0
+    # A local source must resolve inside one of these folders; None: anywhere (the operator
+    # configured no roots, so only a superuser could add the source).
+    local_roots: tuple[str, ...] | None = None
 
 
 def policy_from_settings() -> FetchPolicy:
@@ -50,6 +61,9 @@ def policy_from_settings() -> FetchPolicy:
 
     return FetchPolicy(
         timeout=float(settings.SOURCE_HTTP_TIMEOUT),
+        request_deadline=float(settings.SOURCE_REQUEST_DEADLINE),
+        refresh_deadline=float(settings.SOURCE_REFRESH_DEADLINE),
+        local_roots=tuple(settings.SOURCE_LOCAL_ROOTS) or None,
         max_response_bytes=settings.SOURCE_MAX_RESPONSE_BYTES,
         max_manifest_bytes=settings.SOURCE_MAX_MANIFEST_BYTES,
         max_entries=settings.SOURCE_MAX_ENTRIES,
@@ -150,6 +164,17 @@ def normalize_location(location: str) -> tuple[str, str]:
     return "local", os.path.normpath(location)
 
 
+def local_resolve(path: str, roots: Sequence[str]) -> str | None:
+    """`path` resolved (symlinks followed, like realpath) when that lies inside one of `roots`
+    (themselves resolved), else None. Does not tell whether the path exists."""
+    resolved = os.path.realpath(path)
+    for root in roots:
+        base = os.path.realpath(root)
+        if resolved == base or resolved.startswith(base.rstrip("/") + "/"):
+            return resolved
+    return None
+
+
 def make_fetcher(
     kind: str, identity: str, *, policy: FetchPolicy, credential: Credential | None = None
 ) -> Fetcher:
@@ -177,6 +202,11 @@ class LocalFetcher:
             path = Path(self.identity)
             if not path.is_absolute():
                 raise SourceError("bad-location", "a local source must be an absolute path")
+            roots = self.policy.local_roots
+            # Checked before anything about the path is said, at every read: a symlink on the
+            # way may have been changed to point elsewhere since the source was added.
+            if roots is not None and local_resolve(self.identity, roots) is None:
+                raise SourceError("outside-roots", OUTSIDE_ROOTS)
             try:
                 resolved = path.resolve(strict=True)
             except (FileNotFoundError, RuntimeError, OSError) as exc:
@@ -244,7 +274,15 @@ class LocalFetcher:
         return current
 
     def _read(self, target: str, limit: int, relative: str) -> bytes:
-        with open(target, "rb") as handle:
+        # The last segment was checked to be a regular file: open it only if it still is one
+        # (not a symlink swapped in since, not a FIFO that would block the worker).
+        try:
+            descriptor = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as exc:
+            raise om.Rejection("not-found", f"{relative} cannot be opened", path=relative) from exc
+        with os.fdopen(descriptor, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                raise om.Rejection("not-found", f"{relative} is not a regular file", path=relative)
             data = handle.read(limit + 1)
         if len(data) > limit:
             raise om.Rejection("too-large", f"{relative} is over {limit} bytes", path=relative)
@@ -307,11 +345,16 @@ class HttpsFetcher:
         self.base = httpx.URL(identity)
         self._authorization = (credential or Credential()).header()
         self._resolved: dict[tuple[str, int], list[str]] = {}
-        self._client = httpx.Client(
+        # httpx's timeout bounds each socket operation; the clock bounds each request as a whole
+        # (SOURCE_REQUEST_DEADLINE) and this read of the source (SOURCE_REFRESH_DEADLINE).
+        self._clock = DeadlineClock()
+        self._read_ends = time.monotonic() + policy.refresh_deadline
+        self._client = deadline_client(
+            self._clock,
             verify=ssl_context(),
             timeout=httpx.Timeout(policy.timeout),
             follow_redirects=False,
-            trust_env=False,  # no proxies or .netrc credentials picked up from the environment
+            # no proxies or .netrc credentials picked up from the environment (trust_env=False)
             headers={"User-Agent": "memoryadmin-openmemories/0.1", "Accept-Encoding": "identity"},
         )
 
@@ -383,6 +426,29 @@ class HttpsFetcher:
             return
 
     def _get(self, url: httpx.URL, validator: Validator | None, limit: int) -> Fetched:
+        """One GET with its redirects and body, within the request deadline and what is left of
+        the read's budget; passing either fails the whole read (the source goes stale)."""
+        request_ends = time.monotonic() + self.policy.request_deadline
+        whole_read = self._read_ends <= request_ends
+        try:
+            if self._read_ends <= time.monotonic():
+                raise DeadlinePassed("no time left")
+            with self._clock.until(min(request_ends, self._read_ends)):
+                return self._get_within(url, validator, limit)
+        except DeadlinePassed as exc:
+            if whole_read:
+                raise SourceError(
+                    "refresh-deadline",
+                    f"reading the source took longer than {self.policy.refresh_deadline:g} s "
+                    f"(MEMORYADMIN_SOURCE_REFRESH_DEADLINE); stopped at {url}",
+                ) from exc
+            raise SourceError(
+                "deadline",
+                f"{url} did not answer in full within {self.policy.request_deadline:g} s "
+                "(MEMORYADMIN_SOURCE_REQUEST_DEADLINE)",
+            ) from exc
+
+    def _get_within(self, url: httpx.URL, validator: Validator | None, limit: int) -> Fetched:
         headers: dict[str, str] = {}
         if self._authorization:
             headers["Authorization"] = self._authorization

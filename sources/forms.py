@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 
 from memoryadmin.web import CredentialFreeTextInput, SecretInput
 from sources.fetchers import Credential
@@ -63,6 +64,19 @@ class SourceAddForm(CredentialFields):
         min_value=1, max_value=10080, initial=60, label="Refresh every (minutes)"
     )
     field_order = ["location", "credential_kind", "token", "username", "password"]
+
+    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        roots = settings.SOURCE_LOCAL_ROOTS
+        if roots:
+            where = "a directory inside " + ", ".join(roots)
+        else:
+            where = "a directory path (local directories need a superuser on this server)"
+        self.fields[
+            "location"
+        ].help_text = (
+            f"An https:// base URL, or {where}. Its memories.json manifest is read from there."
+        )
 
 
 class SourceCredentialForm(CredentialFields):

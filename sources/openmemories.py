@@ -36,6 +36,8 @@ TIMESTAMP_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\
 # RFC 3986 absolute-URI: scheme ":" hier-part [ "?" query ] (no fragment), printable ASCII.
 SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 ABSOLUTE_URI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:[!$&'()*+,;=:@/?A-Za-z0-9\-._~%]+$")
+# A surrogate code point left in a decoded string is half of a pair: no UTF-8 text can hold it.
+SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(eq=False)
@@ -118,6 +120,67 @@ class Selection:
 
 def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+# ----------------------------------------------------------------------------- strings
+
+
+STRING_FAULTS = {
+    "nul-byte": "a NUL character (\\u0000)",
+    "lone-surrogate": "half of a surrogate pair (like \\ud800)",
+}
+
+
+def _label(value: Any) -> str:
+    """A key as ASCII text that is safe to put in a message (escapes shown)."""
+    return json.dumps(str(value))[1:-1]
+
+
+def string_fault(text: str) -> str | None:
+    """Why no text column or JSON document can hold `text`: a NUL character (JSON's \\u0000,
+    YAML's \\0) or an unpaired surrogate (a lone \\ud800 escape); None when it can."""
+    if "\x00" in text:
+        return "nul-byte"
+    if SURROGATE_RE.search(text):
+        return "lone-surrogate"
+    return None
+
+
+def string_problem(value: Any, where: str) -> tuple[str, str] | None:
+    """(code, message) for the first string in `value` (a string, or the keys and values of
+    nested objects and arrays) that `string_fault` refuses. `where` names `value` in the
+    message, like `name` or `memories[3]`; a key is named by where it is, never quoted."""
+    stack: list[tuple[Any, str]] = [(value, f"'{where}'")]
+    while stack:
+        item, at = stack.pop()
+        if isinstance(item, str):
+            code = string_fault(item)
+            if code is not None:
+                return code, f"{at} contains {STRING_FAULTS[code]}"
+        elif isinstance(item, dict):
+            for key, sub in item.items():
+                stack.append((sub, f"{at[:-1]}.{_label(key)}'"))
+                stack.append((key, f"a key in {at}"))
+        elif isinstance(item, list | tuple):
+            stack.extend((sub, f"{at[:-1]}[{index}]'") for index, sub in enumerate(item))
+    return None
+
+
+def mapping_problem(mapping: Mapping[Any, Any], what: str) -> tuple[str, str, Any] | None:
+    """string_problem over a top-level mapping: (code, message, the key it concerns)."""
+    for key, value in mapping.items():
+        code = string_fault(key) if isinstance(key, str) else None
+        if code is not None:
+            return code, f"a key of {what} contains {STRING_FAULTS[code]}", key
+        problem = string_problem(value, _label(key))
+        if problem is not None:
+            return problem[0], f"{what}: {problem[1]}", key
+    return None
+
+
+def _clean(value: Any) -> str | None:
+    """`value` when it is a string that is safe to keep on a rejection, else None."""
+    return value if isinstance(value, str) and string_fault(value) is None else None
 
 
 # ----------------------------------------------------------------------------- timestamps
@@ -219,7 +282,12 @@ def parse_record(
     max_bytes: int = DEFAULT_MAX_RECORD_BYTES,
 ) -> Record:
     """Parse one record file; raise `Rejection` (with path and id filled in) when it is invalid."""
-    raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+    except UnicodeEncodeError as exc:
+        raise Rejection(
+            "lone-surrogate", "the text contains half of a surrogate pair", None, path, expected_id
+        ) from exc
     try:
         return _parse_record(raw, expected_id=expected_id, max_bytes=max_bytes)
     except FrontMatterError as exc:
@@ -231,6 +299,16 @@ def parse_record(
 def _parse_record(raw: bytes, *, expected_id: str | None, max_bytes: int) -> Record:
     document = parse_frontmatter(raw, max_bytes=max_bytes)
     meta, lines = document.meta, document.key_lines
+    # Every string of the front matter and the body, before any message quotes one of them.
+    found = mapping_problem(meta, "the front matter")
+    if found is not None:
+        code, message, key = found
+        raise Rejection(code, message, _line(lines, key) if _clean(key) else 2)
+    code = string_fault(document.body)
+    if code is not None:
+        raise Rejection(
+            code, f"the Markdown body contains {STRING_FAULTS[code]}", document.body_line
+        )
     for key in meta:
         if key not in KNOWN_FIELDS and not key.startswith("x-"):
             raise Rejection(
@@ -400,6 +478,13 @@ def parse_manifest(
     document = load_manifest_json(data, max_bytes=max_bytes)
     if not isinstance(document, dict):
         raise ManifestError("manifest-not-object", "the manifest must be a JSON object")
+    # Every string outside the entries (keys, version, name, extensions), before any message
+    # quotes one; an entry's strings are judged with the entry below.
+    found = mapping_problem(
+        {key: value for key, value in document.items() if key != "memories"}, "the manifest"
+    )
+    if found is not None:
+        raise ManifestError(found[0], found[1])
     for key in document:
         if key not in MANIFEST_KEYS and not key.startswith("x-"):
             raise ManifestError(
@@ -435,6 +520,10 @@ def parse_manifest(
             rejected.append(Rejection("bad-entry", f"{where} must be an object"))
             continue
         entry_id, path = item.get("id"), item.get("path")
+        problem = string_problem(item, where)  # id, path and x- keys alike
+        if problem is not None:
+            rejected.append(Rejection(*problem, None, _clean(path), _clean(entry_id)))
+            continue
         unknown = [k for k in item if k not in ENTRY_KEYS and not str(k).startswith("x-")]
         if unknown:
             rejected.append(

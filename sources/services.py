@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import OperationalError, transaction
 from django.utils import timezone
 
 from memoryadmin import crypto
@@ -122,6 +124,54 @@ def _mirror(source: Source, actor: Actor | None = None) -> None:
     brain_mirror_source(source=source, actor=actor)
 
 
+# ----------------------------------------------------------------------------- local folders
+
+
+LOCAL_NEEDS_SUPERUSER = (
+    "Local directory sources are not enabled for teams on this server: an operator lists the "
+    "allowed folders in MEMORYADMIN_SOURCE_LOCAL_ROOTS (until then only a superuser adds one)."
+)
+LOCAL_SHARED = (
+    "Another team already reads this folder (or a folder inside or around it). An operator "
+    "can allow shared folders with MEMORYADMIN_SOURCE_LOCAL_SHARED."
+)
+
+
+def local_overlap(*, team: Team, folder: str) -> bool:
+    """Whether a local source of another team reads `folder`, a folder inside it or around it
+    (identities are resolved paths)."""
+    if settings.SOURCE_LOCAL_SHARED:
+        return False
+    parts = folder.rstrip("/").split("/")
+    around = ["/".join(parts[:index]) or "/" for index in range(1, len(parts) + 1)]
+    others = Source.objects.filter(kind=SourceKind.LOCAL).exclude(team=team)
+    return others.filter(identity__in=around).exists() or (
+        others.filter(identity__startswith=folder.rstrip("/") + "/").exists()
+    )
+
+
+def _local_identity(*, actor: Actor, team: Team, identity: str) -> str:
+    """The resolved folder a local source may read, or a ValidationError on `location`.
+
+    Inside an allowed root (MEMORYADMIN_SOURCE_LOCAL_ROOTS) for everyone; with no roots set,
+    only a superuser (or the system: management commands) adds one, anywhere. Never the folder
+    of another team's source unless shared folders are allowed. A path outside the roots gets
+    one message whether it exists or not."""
+    roots = settings.SOURCE_LOCAL_ROOTS
+    if roots:
+        resolved = fetchers.local_resolve(identity, roots)
+        if resolved is None:
+            raise ValidationError({"location": fetchers.OUTSIDE_ROOTS})
+    else:
+        user = actor.user
+        if not (actor.is_system or (user is not None and user.is_superuser)):
+            raise ValidationError({"location": LOCAL_NEEDS_SUPERUSER})
+        resolved = os.path.realpath(identity)
+    if local_overlap(team=team, folder=resolved):
+        raise ValidationError({"location": LOCAL_SHARED})
+    return resolved
+
+
 # ----------------------------------------------------------------------------- lifecycle
 
 
@@ -139,6 +189,8 @@ def source_add(
         kind, identity = fetchers.normalize_location(location)
     except fetchers.LocationError as exc:
         raise ValidationError({"location": str(exc)}) from exc
+    if kind == SourceKind.LOCAL:
+        identity = _local_identity(actor=actor, team=team, identity=identity)
     if Source.objects.filter(team=team, identity=identity).exists():
         raise ValidationError({"location": "This team already has that source."})
     credential = credential or fetchers.Credential()
@@ -464,7 +516,7 @@ def source_refresh(
     The network work happens outside any transaction; the swap and its audit events happen in
     one. Callers serialise runs per source (tasks.refresh_source holds a named lock).
     """
-    source = Source.objects.select_related("team", "current_snapshot").get(pk=source_id)
+    source = Source.objects.select_related("team", "current_snapshot", "added_by").get(pk=source_id)
     if run_id is None:
         run = RefreshRun.objects.create(source=source, trigger=trigger, requested_by="system")
     else:
@@ -485,10 +537,10 @@ def source_refresh(
         run.refresh_from_db()
         return run
     RefreshRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, started_at=started)
-    snapshot, rows, validators = _previous_state(source)
     credential = fetchers.Credential()
     fetcher: fetchers.Fetcher | None = None
     try:
+        snapshot, rows, validators = _previous_state(source)
         credential = source_credential(source)
         fetcher = fetchers.make_fetcher(
             source.kind,
@@ -496,6 +548,8 @@ def source_refresh(
             policy=fetchers.policy_from_settings(),
             credential=credential,
         )
+        if isinstance(fetcher, fetchers.LocalFetcher):
+            _local_check(source, fetcher)
         result = fetchers.read_source(
             fetcher,
             now=started,
@@ -508,10 +562,45 @@ def source_refresh(
         return _refresh_failed(source.pk, run.pk, exc.code, message, exc.health, started, clock)
     except ValueError as exc:  # a stored credential the current key cannot decrypt
         return _refresh_failed(source.pk, run.pk, "credential", str(exc), "stale", started, clock)
+    except OperationalError:
+        raise  # the database is unavailable: the task retries this run
+    except Exception as exc:  # a bug must fail the run visibly, never leave it running
+        logger.exception("source %s refresh %s: reading failed", source.pk, run.pk)
+        message = scrub(f"reading the source failed: {_error_text(exc)}", credential)
+        return _refresh_failed(source.pk, run.pk, "read-failed", message, "stale", started, clock)
     finally:
         if fetcher is not None:
             fetcher.close()
-    return _refresh_succeeded(source.pk, run.pk, result, rows, started, clock)
+    try:
+        return _refresh_succeeded(source.pk, run.pk, result, rows, started, clock)
+    except (OperationalError, Source.DoesNotExist, RefreshRun.DoesNotExist):
+        raise  # retried by the task, or the source was deleted meanwhile (the run ends `gone`)
+    except Exception as exc:
+        # Nothing of the swap was stored (one transaction). A failed refresh must not look
+        # successful: the run fails with the reason and the source goes stale, so its records
+        # are served with `stale: true` instead of as if they were current.
+        logger.exception("source %s refresh %s: storing the result failed", source.pk, run.pk)
+        message = scrub(f"storing the refresh failed: {_error_text(exc)}", credential)
+        return _refresh_failed(source.pk, run.pk, "store-failed", message, "stale", started, clock)
+
+
+def _error_text(exc: BaseException) -> str:
+    """An exception as text any database column can hold (no NUL, no lone surrogate)."""
+    text = f"{type(exc).__name__}: {exc}"[:500]
+    return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+
+
+def _local_check(source: Source, fetcher: fetchers.LocalFetcher) -> None:
+    """At every read: the folder (resolved now; a symlink may have changed) is still allowed
+    for this team. The root check itself is the fetcher's (policy.local_roots); with no roots,
+    only a source a superuser (or the system) added is read, as only they may add one."""
+    if not settings.SOURCE_LOCAL_ROOTS:
+        adder = source.added_by
+        if adder is not None and not adder.is_superuser:
+            raise fetchers.SourceError("local-not-allowed", LOCAL_NEEDS_SUPERUSER)
+    folder = str(fetcher.root())
+    if local_overlap(team=source.team, folder=folder):
+        raise fetchers.SourceError("folder-shared", LOCAL_SHARED)
 
 
 def _finish_run(

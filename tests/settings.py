@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 os.environ.setdefault("MEMORYADMIN_SECRET_KEY", "test-secret-key-" + "t" * 40)
 os.environ.setdefault("MEMORYADMIN_SECURE_SSL_REDIRECT", "false")
@@ -13,6 +14,8 @@ os.environ.setdefault("MEMORYADMIN_LOGIN_RATE", "10000/m")
 os.environ.setdefault("MEMORYADMIN_TOKEN_FAILURE_RATE", "10000/m")
 os.environ.setdefault("MEMORYADMIN_LOGIN_USER_RATE", "10000/m")
 os.environ.setdefault("MEMORYADMIN_SOURCE_ALLOW_PRIVATE_ADDRESSES", "true")
+# Tests build local sources under pytest's temporary folders: that is the allowed root.
+os.environ.setdefault("MEMORYADMIN_SOURCE_LOCAL_ROOTS", os.path.realpath(tempfile.gettempdir()))
 # One queue per test session, so parallel runs on one broker never take each other's tasks.
 os.environ.setdefault("MEMORYADMIN_CELERY_QUEUE", f"memoryadmin-test-{os.getpid()}")
 

@@ -28,6 +28,7 @@ from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Team
 from webhooks import events as ev
 from webhooks import netguard, signing
+from webhooks.deadline import DeadlineClock, DeadlinePassed, deadline_client
 from webhooks.models import DeliveryState, WebhookDelivery, WebhookEndpoint
 
 logger = logging.getLogger(__name__)
@@ -318,7 +319,11 @@ def _host_header(target: netguard.Target) -> str:
     return host if target.port == default else f"{host}:{target.port}"
 
 
-def _post(*, url: str, body: bytes, headers: dict[str, str], timeout: float) -> AttemptResult:
+def _post(
+    *, url: str, body: bytes, headers: dict[str, str], timeout: float, deadline: float
+) -> AttemptResult:
+    """One POST. `timeout` bounds each socket operation, `deadline` the whole attempt (connect,
+    send, response headers and excerpt) on the wall clock, however slowly the bytes come."""
     started = time.monotonic()
 
     def elapsed() -> int:
@@ -336,10 +341,12 @@ def _post(*, url: str, body: bytes, headers: dict[str, str], timeout: float) -> 
     pinned_host = f"[{address}]" if ":" in address else address
     pinned = f"{target.scheme}://{pinned_host}:{target.port}{target.path_and_query}"
     extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
+    clock = DeadlineClock()
     try:
         with (
-            httpx.Client(
-                timeout=timeout, follow_redirects=False, trust_env=False, verify=_ssl_context()
+            clock.until(started + deadline),
+            deadline_client(
+                clock, timeout=timeout, follow_redirects=False, verify=_ssl_context()
             ) as client,
             client.stream(
                 "POST",
@@ -354,6 +361,11 @@ def _post(*, url: str, body: bytes, headers: dict[str, str], timeout: float) -> 
                 excerpt += chunk
                 if len(excerpt) >= EXCERPT_BYTES:
                     break
+    except DeadlinePassed:
+        message = (
+            f"No complete answer within {deadline:g}s (MEMORYADMIN_WEBHOOK_DELIVERY_DEADLINE)."
+        )
+        return AttemptResult(None, message, elapsed(), retryable=True)
     except httpx.TimeoutException:
         return AttemptResult(None, f"Timed out after {timeout:g}s.", elapsed(), retryable=True)
     except httpx.HTTPError as exc:
@@ -410,7 +422,8 @@ def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> str | 
     """
     now = now or timezone.now()
     timeout = float(settings.WEBHOOK_HTTP_TIMEOUT)
-    if not _claim(delivery_id, now, lease_seconds=timeout * 4 + 30):
+    deadline = float(settings.WEBHOOK_DELIVERY_DEADLINE)
+    if not _claim(delivery_id, now, lease_seconds=deadline + 30):
         return None
     delivery = WebhookDelivery.objects.select_related("endpoint").get(pk=delivery_id)
     endpoint = delivery.endpoint
@@ -428,7 +441,9 @@ def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> str | 
             body, headers = request_build(
                 delivery=delivery, secret=secret, timestamp=int(time.time())
             )
-            result = _post(url=endpoint.url, body=body, headers=headers, timeout=timeout)
+            result = _post(
+                url=endpoint.url, body=body, headers=headers, timeout=timeout, deadline=deadline
+            )
     return _attempt_record(delivery=delivery, result=result, secret=secret)
 
 

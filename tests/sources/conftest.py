@@ -17,6 +17,7 @@ import pytest
 import trustme
 
 Route = tuple[int, dict[str, str], bytes]
+ANSWERED = (0, {}, b"")  # a route handler that wrote its own answer returns this
 
 
 @dataclass
@@ -48,6 +49,8 @@ class _Handler(BaseHTTPRequestHandler):
         route = app.routes.get(self.path)
         if callable(route):
             route = route(self)
+        if route is ANSWERED:
+            return
         if route is None:
             route = (404, {}, b"not here")
         status, headers, body = route
@@ -159,5 +162,31 @@ def slow(seconds: float, route: Route) -> Callable[[BaseHTTPRequestHandler], Rou
     def handler(_: BaseHTTPRequestHandler) -> Route:
         time.sleep(seconds)
         return route
+
+    return handler
+
+
+def drip(
+    interval: float, body: bytes, *, headers_too: bool = False
+) -> Callable[[BaseHTTPRequestHandler], Route]:
+    """A server that answers 200 one byte every `interval` seconds: the body only, or (with
+    `headers_too`) the status line and headers as well. Every single read is quick, so only a
+    wall-clock deadline stops the client."""
+
+    def handler(request: BaseHTTPRequestHandler) -> Route:
+        head = f"HTTP/1.0 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
+            if not headers_too:
+                request.wfile.write(head)
+                request.wfile.flush()
+            for index in range(len(head) if headers_too else 0):
+                request.wfile.write(head[index : index + 1])
+                request.wfile.flush()
+                time.sleep(interval)
+            for index in range(len(body)):
+                request.wfile.write(body[index : index + 1])
+                request.wfile.flush()
+                time.sleep(interval)
+        return ANSWERED
 
     return handler

@@ -58,10 +58,11 @@ def test_it_stops_serving_a_disabled_source(team, tmp_path):
         services.source_refresh_request(actor=Actor.system(), source=source)
 
 
-def test_it_refuses_the_same_source_twice_per_team(team, other_team, tmp_path):
+def test_it_refuses_the_same_source_twice_per_team(team, other_team, tmp_path, settings):
     _add(team, tmp_path)
     with pytest.raises(ValidationError):
         _add(team, tmp_path)
+    settings.SOURCE_LOCAL_SHARED = True  # another team's folder only when the operator allows
     assert _add(other_team, tmp_path).team == other_team
 
 
@@ -89,9 +90,11 @@ def test_it_swaps_snapshots_atomically_when_the_swap_fails(team, tmp_path, monke
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(services.Problem.objects, "bulk_create", explode)
-    with pytest.raises(RuntimeError):
-        services.source_refresh(source_id=source.pk)
+    run = services.source_refresh(source_id=source.pk)
+    assert run.status == RunStatus.FAILED and run.error_code == "store-failed"
+    assert "disk full" in run.error
     source.refresh_from_db()
+    assert source.health == Health.STALE and source.last_error_code == "store-failed"
     assert source.current_snapshot_id == old
     assert [r.title for r in Record.objects.filter(snapshot_id=old)] == ["A record"]
     assert Snapshot.objects.filter(source=source).count() == 1
