@@ -5,7 +5,7 @@ from rest_framework import serializers
 
 from reviews.memoryrail.secrets import secrets_masked
 from reviews.models import Approval, Decision, Memory, Repository
-from reviews.services.content import masked_title, memory_text, problems_masked
+from reviews.services.content import masked_title, memory_text, problems_masked, stale_masked
 
 
 class RepositorySerializer(serializers.ModelSerializer):
@@ -122,6 +122,7 @@ class ProposalSerializer(ProposalListSerializer):
         if not self.context.get("reveal"):
             text = memory_text(instance)
             data["body"], data["front_matter"] = text.body, text.front_matter
+            data["stale"] = stale_masked(data.get("stale"))
         return data
 
 

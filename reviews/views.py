@@ -27,7 +27,7 @@ from reviews.forms import (
 from reviews.memoryrail.secrets import secrets_masked
 from reviews.models import Decision, Memory, Repository, SyncState
 from reviews.rendering import render_markdown
-from reviews.services.content import masked_title, memory_text, problems_masked
+from reviews.services.content import masked_title, memory_text, problems_masked, stale_masked
 from reviews.services.routing import (
     repository_routing_update,
     review_settings,
@@ -92,6 +92,7 @@ def _proposal_page(
     text = memory_text(memory)
     if not revealed:
         memory.title = text.title  # the page title, heading and decisions read it
+        memory.stale = stale_masked(memory.stale)
     superseded = None
     if memory.supersedes:
         superseded = Memory.objects.filter(

@@ -74,6 +74,16 @@ def problems_masked(problems: Any) -> list[Any]:
     ]
 
 
+def stale_masked(stale: Any) -> list[Any]:
+    """Staleness entries as shown: a link is quoted from the file, never a secret in it."""
+    return [
+        {**s, "link": secrets_masked(s["link"])}
+        if isinstance(s, dict) and isinstance(s.get("link"), str)
+        else s
+        for s in stale or []
+    ]
+
+
 class RevealRefused(ValidationError):
     """The reveal cannot happen; `code` is the API's error code."""
 

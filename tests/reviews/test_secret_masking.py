@@ -468,3 +468,21 @@ def test_it_masks_memories_and_decision_items_in_the_django_admin(
         assert_masked(response.content.decode())
     memory_page = client.get(pages[1]).content.decode()
     assert "[secret masked: private-key]" in memory_page and "api_token" in memory_page
+
+
+def test_it_masks_a_link_quoted_in_a_staleness_report(
+    client, viewer_user, token_client, team, repository, remote
+):
+    escaping = memory_text(
+        "20260303-escaping", status="proposed", links=[f"../https://bob:{PASSWORD}@example.com/x"]
+    )
+    remote.commit({f"{M}/20260303-escaping.md": escaping}, "A link outside, with credentials")
+    services.repository_sync(repository_id=repository.pk)
+    memory = Memory.objects.get(repository=repository, memory_id="20260303-escaping")
+    assert PASSWORD in json.dumps(memory.stale)  # the report quotes the link
+    client.force_login(viewer_user)
+    page = client.get(reverse("proposal-detail", args=["alpha", memory.pk])).content.decode()
+    assert "link-outside-repo" in page and PASSWORD not in page
+    api = token_client(team, ["reviews:read"]).get(f"/api/reviews/proposals/{memory.ref}/")
+    assert api.status_code == 200
+    assert "link-outside-repo" in api.content.decode() and PASSWORD not in api.content.decode()
