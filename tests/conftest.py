@@ -98,6 +98,8 @@ def _worker_env() -> dict[str, str]:
     env["MEMORYADMIN_CELERY_EAGER"] = "false"
     env["MEMORYADMIN_WORKER_DB_NAME"] = str(connection.settings_dict["NAME"])
     env["PYTHONUNBUFFERED"] = "1"
+    # The reviews tests' remotes are file:// and loopback http (the in-process tests set it too).
+    env.setdefault("MEMORYADMIN_REPOSITORY_ALLOW_LOCAL_REMOTES", "true")
     return env
 
 
