@@ -7,6 +7,7 @@ from pathlib import Path
 import dj_database_url
 from celery.schedules import crontab
 
+from memoryadmin.celery import task_queues
 from memoryadmin.env import ConfigError, env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -190,6 +191,9 @@ else:
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_TASK_DEFAULT_QUEUE = env_str("MEMORYADMIN_CELERY_QUEUE", "memoryadmin")
+# One queue per kind of work: <q>.sources, <q>.git, <q>.webhooks, <q>.imports (celery.py).
+CELERY_TASK_QUEUES = task_queues(CELERY_TASK_DEFAULT_QUEUE)
+CELERY_TASK_ROUTES = ("memoryadmin.celery.task_route",)
 CELERY_TASK_ALWAYS_EAGER = env_bool("MEMORYADMIN_CELERY_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_SERIALIZER = "json"

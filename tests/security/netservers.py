@@ -75,13 +75,15 @@ def closed_port() -> int:
 class GitHttp:
     """`git http-backend` for the repositories under `root`, behind the test token. `mode`:
     "serve" (normal), "redirect" (301 to `redirect_to` + the path) or "drip" (a status line,
-    then one header byte every half second, for up to 30 s)."""
+    then one header byte every half second, for `drip_seconds`)."""
 
     def __init__(self, root: Path) -> None:
         self.mode = "serve"
+        self.drip_seconds = 30.0
         self.redirect_to = ""
         self.requests: list[str] = []
         self.client_gave_up = threading.Event()
+        self.dripping = threading.Event()
         owner = self
         base = _handler(root, BASIC)
 
@@ -111,7 +113,8 @@ class GitHttp:
         return f"http://127.0.0.1:{self.port}/{name}"
 
     def _drip(self, wfile) -> None:  # type: ignore[no-untyped-def]
-        deadline = time.monotonic() + 30
+        self.dripping.set()
+        deadline = time.monotonic() + self.drip_seconds
         try:
             wfile.write(b"HTTP/1.1 200 OK\r\n")
             wfile.flush()
