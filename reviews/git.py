@@ -295,11 +295,14 @@ class WorkingCopy:
             assert self._session is not None
             command_line = self._session.env.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
             if named:
+                # ssh takes one address: IPv4 first (an IPv4-only worker is common, and the
+                # resolver may list a dual-stack host's IPv6 address first).
+                address = sorted(addresses, key=lambda a: ":" in a)[0]
                 alias = remote.host if remote.port == 22 else f"[{remote.host}]:{remote.port}"
                 command_line += " " + " ".join(
                     [
                         "-o",
-                        shlex.quote(f"HostName={addresses[0]}"),
+                        shlex.quote(f"HostName={address}"),
                         "-o",
                         shlex.quote(f"HostKeyAlias={alias}"),
                         "-o CheckHostIP=no",

@@ -262,3 +262,30 @@ def test_it_cuts_a_dripping_remote_off_at_the_deadline(
         "retrying: git fetch failed: the remote did not finish within 2 s"
     )
     assert server.client_gave_up.wait(10)  # git and its helper were killed, the socket closed
+
+
+def test_it_fetches_and_pushes_through_a_named_remote_pinned_to_its_checked_address(
+    team, settings, reviewer_user, data_dir, git_http
+):
+    """`localhost` is a name: git gets the checked addresses (curloptResolve), and works."""
+    server, remote = git_http
+    url = f"http://localhost:{server.port}/remote.git"
+    repository = _create(team, url, credential_kind="https-token", credential_secret=TOKEN)
+    repository = services.repository_sync(repository_id=repository.pk)
+    assert repository.last_sync_ok is True, repository.last_error
+    memory = proposal(repository, ATTEMPT)
+    decision = services.proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
+    services.repository_push_pending(repository_id=repository.pk)
+    decision.refresh_from_db()
+    assert decision.state == PushState.PUSHED, decision.state_detail
+    assert remote.log("%s")[0].startswith(f"Approve {memory.ref}")
+
+
+def test_it_connects_ssh_to_the_checked_address_of_a_named_remote(team, settings, data_dir):
+    """ssh gets HostName=<checked IPv4 address> for `localhost`: the listener on 127.0.0.1 is
+    reached (and fails as a git server would not), with the one generic error."""
+    with listening(b"SSH-2.0-OpenSSH_9.2p1 internal\r\n") as listener:
+        repository = _create(team, f"ssh://git@localhost:{listener.port}/app.git")
+        repository = services.repository_sync(repository_id=repository.pk)
+    assert listener.connections == 1
+    assert repository.last_error == f"git fetch failed: {CONNECT_FAILED}"
