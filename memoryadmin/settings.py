@@ -7,6 +7,7 @@ from pathlib import Path
 import dj_database_url
 from celery.schedules import crontab
 
+from memoryadmin.celery import task_queues
 from memoryadmin.env import ConfigError, env_bool, env_int, env_list, env_networks, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -202,6 +203,9 @@ else:
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_TASK_DEFAULT_QUEUE = env_str("MEMORYADMIN_CELERY_QUEUE", "memoryadmin")
+# One queue per kind of work: <q>.sources, <q>.git, <q>.webhooks, <q>.imports (celery.py).
+CELERY_TASK_QUEUES = task_queues(CELERY_TASK_DEFAULT_QUEUE)
+CELERY_TASK_ROUTES = ("memoryadmin.celery.task_route",)
 CELERY_TASK_ALWAYS_EAGER = env_bool("MEMORYADMIN_CELERY_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_SERIALIZER = "json"
@@ -265,6 +269,7 @@ BRAIN_WITHDRAWN_RETENTION_DAYS = env_int(
     "MEMORYADMIN_BRAIN_WITHDRAWN_RETENTION_DAYS", 30, minimum=0
 )
 REPOSITORY_ALLOW_LOCAL_REMOTES = env_bool("MEMORYADMIN_REPOSITORY_ALLOW_LOCAL_REMOTES", DEBUG)
+GIT_TIMEOUT = env_int("MEMORYADMIN_GIT_TIMEOUT", 120, minimum=1)  # seconds per fetch or push
 REVIEW_BOT_IDENTITY = env_str("MEMORYADMIN_REVIEW_BOT_IDENTITY", "memoryadmin <bot@localhost>")
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MEMORYADMIN_UPLOAD_MAX_MEMORY_BYTES", 8 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024

@@ -3,16 +3,26 @@
 Credentials never reach a URL, argv, the repository config, a log line or an error text:
 HTTPS tokens travel as an `http.extraHeader` through GIT_CONFIG_* environment variables, SSH
 keys as a 0600 temporary file named in GIT_SSH_COMMAND with strict host key checking.
+
+Network commands (fetch, push) go through `_run_network`: right before each one the remote
+passes the one outbound address guard (`webhooks.netguard`), git connects only to the addresses
+that passed (https: `http.curloptResolve`; ssh: `HostName` with the name kept as the host key
+alias), follows no redirect, may use only the remote's own transport, and is killed with
+everything it started when `RemotePolicy.timeout` passes. What a failed connection said stays
+in the worker log; the stored error says only what is safe to tell the team.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import logging
 import os
 import re
 import shlex
 import shutil
+import signal
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +33,9 @@ from pathlib import Path
 import git as gitpython
 
 from memoryadmin.locks import named_lock
+from webhooks import netguard
+
+logger = logging.getLogger(__name__)
 
 
 class LockNotHeld(RuntimeError):
@@ -44,6 +57,16 @@ class PushRejected(GitError):
 
 
 @dataclass(frozen=True)
+class RemotePolicy:
+    """Where the remote may be, checked again right before every fetch and push (the settings
+    may have changed, and the name may resolve elsewhere now), and how long git may take."""
+
+    allow_local: bool = False  # file:// and http:// to a loopback name
+    allow_private: bool = False  # private, loopback and link-local addresses over https/ssh
+    timeout: float = 120.0  # wall clock, per fetch or push
+
+
+@dataclass(frozen=True)
 class Credential:
     kind: str = "none"  # none | https-token | ssh-key
     username: str = ""
@@ -58,6 +81,36 @@ _TRANSIENT = re.compile(
     r"failed to connect|couldn't connect|could not connect"  # curl: a server that is down
 )
 _URL_USERINFO = re.compile(r"(?i)([a-z][a-z0-9+.\-]*://)[^/@\s]+@")
+_NETWORK_COMMANDS = frozenset({"fetch", "push", "pull", "clone", "ls-remote", "remote-update"})
+# What a failed fetch or push may tell the team, first match wins. Anything else (refused,
+# timed out, reset, TLS, a banner that is not git's) becomes one generic text, so the stored
+# error is no oracle for what answered where; the full text goes to the worker log only.
+_SAFE_FAILURES = [
+    (
+        re.compile(r"(?i)authentication failed|returned error: 401|permission denied \(publickey"),
+        "authentication failed; check the credential",
+    ),
+    (
+        re.compile(r"(?i)returned error: 403"),
+        "access denied (HTTP 403); check the credential's permissions",
+    ),
+    (
+        re.compile(r"(?i)repository '[^']*' not found|returned error: 404"),
+        "the repository was not found at the remote",
+    ),
+    (re.compile(r"(?i)couldn't find remote ref"), "the branch does not exist at the remote"),
+    (
+        re.compile(r"(?i)host key verification failed"),
+        "the SSH host key does not match the known_hosts lines",
+    ),
+    (
+        re.compile(r"(?i)returned error: 30\d"),
+        "the remote answered with a redirect, which is not followed; enter the final URL",
+    ),
+    (re.compile(r"(?i)returned error: 5\d\d"), "the remote answered with a server error"),
+]
+_PUSH_REFUSED = re.compile(r"\[(?:remote )?rejected\]")
+CONNECT_FAILED = "could not connect to the remote, or it did not answer as a git server"
 
 
 def scrub(text: str, secrets: list[str]) -> str:
@@ -69,6 +122,16 @@ def scrub(text: str, secrets: list[str]) -> str:
 def classify(stderr: str) -> bool:
     """True when a failure is worth retrying (network, server errors); the one place we decide."""
     return _TRANSIENT.search(stderr) is not None
+
+
+def network_failure_text(detail: str) -> str:
+    """The part of a failed fetch's or push's output that is safe to store and show."""
+    if _PUSH_REFUSED.search(detail):  # the remote spoke git and refused: its reason helps
+        return detail
+    for pattern, text in _SAFE_FAILURES:
+        if pattern.search(detail):
+            return text
+    return CONNECT_FAILED
 
 
 @dataclass
@@ -140,13 +203,21 @@ class WorkingCopy:
     """A clone of one branch of one remote, mirrored at `path`."""
 
     def __init__(
-        self, *, path: Path, remote_url: str, branch: str, credential: Credential, lock_name: str
+        self,
+        *,
+        path: Path,
+        remote_url: str,
+        branch: str,
+        credential: Credential,
+        lock_name: str,
+        policy: RemotePolicy | None = None,
     ) -> None:
         self.path = path
         self.remote_url = remote_url
         self.branch = branch
         self.credential = credential
         self.lock_name = lock_name
+        self.policy = policy or RemotePolicy()
         self._session: _Session | None = None
         self._unstaged: list[str] = []  # written or removed since the last commit
 
@@ -173,6 +244,8 @@ class WorkingCopy:
     ) -> str:
         if mutating and self._session is None:
             raise LockNotHeld(f"git {args[0]} needs the lock {self.lock_name}")
+        if args[0] in _NETWORK_COMMANDS:
+            raise GitError(f"git {args[0]} must go through _run_network (the address guard)")
         full_env = dict(self._session.env if self._session else _read_only_env())
         full_env.update(env or {})
         secrets = self._session.secrets if self._session else []
@@ -196,6 +269,96 @@ class WorkingCopy:
         except (OSError, gitpython.GitError) as exc:
             raise GitError(scrub(f"git {args[0]} failed: {exc}", secrets)) from None
 
+    def _network_config(self, command: str) -> tuple[list[str], dict[str, str]]:
+        """`-c` arguments and environment for one fetch or push, after the address guard."""
+        try:
+            remote = netguard.git_remote_parse(self.remote_url, allow_local=self.policy.allow_local)
+            addresses = netguard.git_remote_addresses(
+                remote, allow_private=self.policy.allow_private or self.policy.allow_local
+            )
+        except netguard.UrlRefused as exc:
+            raise GitError(f"git {command} refused: {exc.message}", kind="remote-refused") from None
+        config = {
+            "http.followRedirects": "false",
+            "protocol.allow": "never",
+            f"protocol.{remote.scheme}.allow": "always",
+            "transfer.bundleURI": "false",
+            "fetch.recurseSubmodules": "false",
+            "push.recurseSubmodules": "no",
+        }
+        env: dict[str, str] = {}
+        named = addresses and remote.host not in addresses and ":" not in remote.host
+        if named and remote.scheme in ("https", "http"):
+            pinned = ",".join(f"[{a}]" if ":" in a else a for a in addresses)
+            config["http.curloptResolve"] = f"{remote.host}:{remote.port}:{pinned}"
+        if remote.scheme == "ssh":
+            assert self._session is not None
+            command_line = self._session.env.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
+            if named:
+                # ssh takes one address: IPv4 first (an IPv4-only worker is common, and the
+                # resolver may list a dual-stack host's IPv6 address first).
+                address = sorted(addresses, key=lambda a: ":" in a)[0]
+                alias = remote.host if remote.port == 22 else f"[{remote.host}]:{remote.port}"
+                command_line += " " + " ".join(
+                    [
+                        "-o",
+                        shlex.quote(f"HostName={address}"),
+                        "-o",
+                        shlex.quote(f"HostKeyAlias={alias}"),
+                        "-o CheckHostIP=no",
+                    ]
+                )
+            env["GIT_SSH_COMMAND"] = command_line
+        arguments = [part for key, value in config.items() for part in ("-c", f"{key}={value}")]
+        return arguments, env
+
+    def _run_network(self, *args: str) -> str:
+        """fetch or push: guarded, pinned, no redirects, and killed at the deadline."""
+        command = args[0]
+        if self._session is None:
+            raise LockNotHeld(f"git {command} needs the lock {self.lock_name}")
+        arguments, extra_env = self._network_config(command)
+        env = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **self._session.env, **extra_env}
+        secrets = self._session.secrets
+        timeout = self.policy.timeout
+        try:
+            process = subprocess.Popen(
+                ["git", *arguments, *args],
+                cwd=self.path,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,  # its own process group: the deadline kills it all
+            )
+        except OSError as exc:
+            raise GitError(scrub(f"git {command} failed: {exc}", secrets)) from None
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.communicate(timeout=10)
+            logger.warning("git %s of %s killed after %g s", command, self.lock_name, timeout)
+            raise GitError(
+                f"git {command} failed: the remote did not finish within {timeout:g} s",
+                transient=True,
+                kind="timeout",
+            ) from None
+        if process.returncode != 0:
+            detail = "\n".join(
+                part.decode("utf-8", "replace").strip() for part in (stderr, stdout)
+            ).strip()
+            detail = scrub(detail, secrets) or f"exit status {process.returncode}"
+            if self.remote_url.startswith("file:"):
+                text = detail  # a local remote: nothing to learn about the network
+            else:
+                logger.warning("git %s of %s failed: %s", command, self.lock_name, detail)
+                text = network_failure_text(detail)
+            raise GitError(f"git {command} failed: {text}", transient=classify(detail))
+        return stdout.decode("utf-8", "replace")
+
     # Mutating commands: each needs the lock.
 
     def ensure_clone(self) -> None:
@@ -218,7 +381,7 @@ class WorkingCopy:
     def fetch(self) -> str:
         """Fetch the branch; return the remote head commit."""
         refspec = f"+refs/heads/{self.branch}:refs/remotes/origin/{self.branch}"
-        self._run("fetch", "--quiet", "--prune", "--no-tags", "origin", refspec, mutating=True)
+        self._run_network("fetch", "--quiet", "--prune", "--no-tags", "origin", refspec)
         return self.rev_parse(f"refs/remotes/origin/{self.branch}")
 
     def reset_to_remote(self) -> str:
@@ -300,9 +463,7 @@ class WorkingCopy:
         if not self.lock_held:
             raise LockNotHeld("push needs the lock")
         try:
-            self._run(
-                "push", "--porcelain", "origin", f"HEAD:refs/heads/{self.branch}", mutating=True
-            )
+            self._run_network("push", "--porcelain", "origin", f"HEAD:refs/heads/{self.branch}")
         except GitError as exc:
             if re.search(r"fetch first|non-fast-forward|stale info|\[rejected\]", exc.message):
                 raise PushRejected(exc.message, kind="rejected") from None

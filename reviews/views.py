@@ -326,7 +326,9 @@ def repository_add(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Added {repository.name}; the first sync is running.")
             return redirect("repository-detail", team_slug=team.slug, repository_pk=repository.pk)
-    response = render(request, "reviews/repository_add.html", {"form": form})
+    response = render(
+        request, "reviews/repository_add.html", {"form": form}, status=400 if form.errors else 200
+    )
     response["Cache-Control"] = "no-store"
     return response
 

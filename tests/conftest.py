@@ -98,6 +98,8 @@ def _worker_env() -> dict[str, str]:
     env["MEMORYADMIN_CELERY_EAGER"] = "false"
     env["MEMORYADMIN_WORKER_DB_NAME"] = str(connection.settings_dict["NAME"])
     env["PYTHONUNBUFFERED"] = "1"
+    # The reviews tests' remotes are file:// and loopback http (the in-process tests set it too).
+    env.setdefault("MEMORYADMIN_REPOSITORY_ALLOW_LOCAL_REMOTES", "true")
     return env
 
 
@@ -106,11 +108,11 @@ def celery_worker_process(
     django_db_setup, django_db_blocker, tmp_path_factory
 ) -> Iterator[subprocess.Popen]:  # type: ignore[no-untyped-def]
     """A real `celery worker` process on the test database and the configured broker."""
-    from memoryadmin.celery import app
+    from memoryadmin.celery import app, queue_names
 
     log_path = tmp_path_factory.mktemp("worker") / "worker.log"
     log = log_path.open("w")
-    queue = app.conf.task_default_queue
+    queues = ",".join(queue_names(app.conf.task_default_queue))  # sources, git, webhooks, ...
     process = subprocess.Popen(
         [
             sys.executable,
@@ -122,7 +124,7 @@ def celery_worker_process(
             "--pool=solo",
             "--loglevel=INFO",
             "-Q",
-            queue,
+            queues,
             "--without-gossip",
             "--without-mingle",
             "-n",

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -20,48 +18,40 @@ from memoryadmin.bulk import bulk_insert
 from memoryadmin.locks import LockBusy
 from memoryadmin.models import Team
 from reviews import memoryrail
-from reviews.git import Credential, GitError, WorkingCopy
+from reviews.git import Credential, GitError, RemotePolicy, WorkingCopy
 from reviews.memoryrail.secrets import secrets_mask_field
 from reviews.models import CredentialKind, Memory, MemoryStatus, Repository, SyncState
 from reviews.services.routing import assignments_refresh
 from webhooks import events as webhook_events
+from webhooks import netguard
 from webhooks.services import event_emit
 
 # At most this many `proposal.created` events per sync; one summary event covers the rest.
 PROPOSAL_EVENTS_MAX = 100
-_SCP_LIKE = re.compile(r"^[A-Za-z0-9._\-]+@[A-Za-z0-9.\-]+:(?!//)[^\s]+$")
 _BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/\-]+(?<!\.lock)(?<![/.])$")
 
 
-def _is_loopback(host: str | None) -> bool:
-    if host == "localhost":
-        return True
+def validate_remote_url(url: str, *, allow_local: bool, allow_private: bool = False) -> None:
+    """HTTPS or SSH remotes without embedded credentials, on a public address; file:// and
+    loopback http only with local remotes allowed. One address guard for all outbound traffic
+    (`webhooks.netguard`): the name is resolved now and every address must be public unless
+    local remotes or private addresses are allowed; the worker checks again before each fetch
+    and push (`reviews.git.WorkingCopy`)."""
     try:
-        return ipaddress.ip_address(host or "").is_loopback
-    except ValueError:
-        return False
+        remote = netguard.git_remote_parse(url, allow_local=allow_local)
+        if not (allow_local or allow_private):
+            netguard.git_remote_addresses(remote, allow_private=False)
+    except netguard.UrlRefused as exc:
+        raise ValidationError({"remote_url": ValidationError(exc.message, code=exc.code)}) from None
 
 
-def validate_remote_url(url: str, *, allow_local: bool) -> None:
-    """HTTPS or SSH remotes without embedded credentials; file:// and loopback http only locally."""
-    if not url or url != url.strip() or any(ch.isspace() or ord(ch) < 32 for ch in url):
-        raise ValidationError({"remote_url": "Enter a remote URL without spaces."})
-    if url.startswith("-") or "::" in url.split("/")[0]:
-        raise ValidationError({"remote_url": "This kind of remote is not allowed."})
-    if _SCP_LIKE.match(url):
-        return
-    parts = urlsplit(url)
-    if parts.password is not None or (parts.scheme in ("https", "http") and parts.username):
-        raise ValidationError(
-            {"remote_url": "Do not put credentials in the URL; use the credential field."}
-        )
-    if parts.scheme in ("https", "ssh") and parts.hostname:
-        return
-    if allow_local and parts.scheme == "file" and parts.path:
-        return
-    if allow_local and parts.scheme == "http" and _is_loopback(parts.hostname):
-        return
-    raise ValidationError({"remote_url": "Use an https://, ssh:// or user@host:path remote."})
+def remote_policy() -> RemotePolicy:
+    """The settings' rule for where remotes may be, as the git layer applies it."""
+    return RemotePolicy(
+        allow_local=settings.REPOSITORY_ALLOW_LOCAL_REMOTES,
+        allow_private=settings.SOURCE_ALLOW_PRIVATE_ADDRESSES,
+        timeout=float(settings.GIT_TIMEOUT),
+    )
 
 
 @transaction.atomic
@@ -85,7 +75,9 @@ def repository_create(
     if Repository.objects.filter(team=team, name=name).exists():
         raise ValidationError({"name": f"A repository named '{name}' already exists."})
     local = settings.REPOSITORY_ALLOW_LOCAL_REMOTES if allow_local is None else allow_local
-    validate_remote_url(remote_url, allow_local=local)
+    validate_remote_url(
+        remote_url, allow_local=local, allow_private=settings.SOURCE_ALLOW_PRIVATE_ADDRESSES
+    )
     if not _BRANCH.match(branch):
         raise ValidationError({"branch": "Enter a valid branch name."})
     if credential_kind not in CredentialKind.values:
@@ -167,6 +159,7 @@ def working_copy(repository: Repository) -> WorkingCopy:
             known_hosts=repository.ssh_known_hosts,
         ),
         lock_name=f"repo:{repository.pk}",
+        policy=remote_policy(),
     )
 
 

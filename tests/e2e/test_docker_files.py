@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 COMPOSE = ROOT / "docker" / "compose.yaml"
 DOCKERFILE = ROOT / "docker" / "Dockerfile"
 DEPLOYMENT_DOC = ROOT / "docs" / "deployment.md"
-PROCESSES = ("migrate", "web", "worker", "beat")
+WORKERS = ("worker", "worker-sources", "worker-git", "worker-webhooks")
+PROCESSES = ("migrate", "web", *WORKERS, "beat")
 
 
 def documented_commands() -> dict[str, list[str]]:
@@ -63,7 +64,7 @@ def test_it_makes_web_the_images_default_command() -> None:
 
 def test_it_runs_web_and_workers_only_after_migrate_completes() -> None:
     services = load_compose_file()["services"]
-    for name in ("web", "worker", "beat"):
+    for name in ("web", *WORKERS, "beat"):
         assert services[name]["depends_on"]["migrate"] == {
             "condition": "service_completed_successfully"
         }
@@ -118,3 +119,15 @@ def test_it_refuses_compose_without_a_secret_key() -> None:
     )
     assert result.returncode != 0
     assert "MEMORYADMIN_SECRET_KEY" in result.stderr
+
+
+def test_it_runs_one_worker_for_each_queue_group_covering_every_queue() -> None:
+    from memoryadmin.celery import queue_names
+
+    consumed: list[str] = []
+    for name in WORKERS:
+        argv = documented_commands()[name]
+        assert argv[:4] == ["celery", "-A", "memoryadmin", "worker"], argv
+        assert "-Q" in argv, f"{name} must name its queues (one worker per queue group)"
+        consumed += argv[argv.index("-Q") + 1].split(",")
+    assert sorted(consumed) == sorted(queue_names("memoryadmin"))  # each queue exactly once

@@ -11,18 +11,20 @@ from collections.abc import Iterator
 
 import pytest
 
-from memoryadmin.celery import app
+from memoryadmin.celery import app, queue_names
 from tests.conftest import SESSION_WORKER
 
 
 @pytest.fixture(autouse=True)
 def session_worker_paused() -> Iterator[None]:
     name = SESSION_WORKER.get("name")
-    queue = app.conf.task_default_queue
+    queues = queue_names(app.conf.task_default_queue)
     if name:
-        app.control.cancel_consumer(queue, destination=[name], reply=True, timeout=5)
+        for queue in queues:
+            app.control.cancel_consumer(queue, destination=[name], reply=True, timeout=5)
     try:
         yield
     finally:
         if name:
-            app.control.add_consumer(queue, destination=[name], reply=True, timeout=5)
+            for queue in queues:
+                app.control.add_consumer(queue, destination=[name], reply=True, timeout=5)

@@ -284,6 +284,8 @@ def process_env(*, db_name: str, data_dir: Path, queue: str) -> dict[str, str]:
 @contextmanager
 def running_stack(cfg: Config, env: dict[str, str], log_dir: Path) -> Iterator[str]:
     """gunicorn and a Celery worker on 127.0.0.1; yields the server's base URL."""
+    from memoryadmin.celery import queue_names
+
     port = free_port()
     log_dir.mkdir(parents=True, exist_ok=True)
     web_log, worker_log = log_dir / "web.log", log_dir / "worker.log"
@@ -324,7 +326,7 @@ def running_stack(cfg: Config, env: dict[str, str], log_dir: Path) -> Iterator[s
             f"--concurrency={cfg.worker_concurrency}",
             "--loglevel=INFO",
             "-Q",
-            env["MEMORYADMIN_CELERY_QUEUE"],
+            ",".join(queue_names(env["MEMORYADMIN_CELERY_QUEUE"])),
             "--without-gossip",
             "--without-mingle",
             "-n",

@@ -13,11 +13,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from memoryadmin.celery import queue_names
 from tests.conftest import ROOT, _worker_env
 
 
 class Worker:
-    def __init__(self, queue: str, log: Path, *, pool: str = "prefork", env: dict | None = None):
+    def __init__(
+        self,
+        queue: str,
+        log: Path,
+        *,
+        pool: str = "prefork",
+        env: dict | None = None,
+        only: list[str] | None = None,
+    ):
+        """Consumes every queue of the default queue `queue`, or exactly the queues `only`."""
         self.queue = queue
         self.log_path = log
         self.name = f"faults-{uuid.uuid4().hex[:8]}@%h"
@@ -34,7 +44,7 @@ class Worker:
                 "--concurrency=1",
                 "--loglevel=INFO",
                 "-Q",
-                queue,
+                ",".join(only or queue_names(queue)),
                 "--without-gossip",
                 "--without-mingle",
                 "--without-heartbeat",

@@ -166,7 +166,7 @@ def test_it_refuses_credentials_in_the_url_and_unknown_schemes(client, admin_use
             reverse("repository-add", args=["alpha"]),
             {"name": "x", "remote_url": url, "branch": "main", "credential_kind": "none"},
         )
-        assert response.status_code == 200
+        assert response.status_code == 400  # the form again, with the reason
     assert not Repository.objects.exists()
 
 

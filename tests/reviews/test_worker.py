@@ -16,7 +16,8 @@ from tests.reviews.test_workflow import ATTEMPT, proposal
 pytestmark = pytest.mark.worker
 
 
-def test_it_pushes_a_decision_from_a_real_worker(celery_worker, team, make_user, remote):
+def test_it_pushes_a_decision_from_a_real_worker(celery_worker, settings, team, make_user, remote):
+    settings.REPOSITORY_ALLOW_LOCAL_REMOTES = True  # the in-process sync checks it too
     reviewer = make_user("rita", team=team, role=Role.REVIEWER)
     # The worker runs with the default DATA_DIR, so this test uses it too (and cleans up).
     repository = services.repository_create(
@@ -38,9 +39,13 @@ def test_it_pushes_a_decision_from_a_real_worker(celery_worker, team, make_user,
         shutil.rmtree(repository.working_dir, ignore_errors=True)
 
 
-def test_it_retries_a_refused_push_on_a_real_worker(celery_worker, team, make_user, remote):
+def test_it_retries_a_refused_push_on_a_real_worker(
+    celery_worker, settings, team, make_user, remote
+):
     from memoryadmin.models import AuditEvent
     from tests.reviews.test_retry import REFUSAL, commits_of, refuse_pushes
+
+    settings.REPOSITORY_ALLOW_LOCAL_REMOTES = True  # the in-process sync checks it too
 
     reviewer = make_user("rita", team=team, role=Role.REVIEWER)
     repository = services.repository_create(

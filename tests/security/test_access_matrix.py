@@ -89,7 +89,7 @@ PAGES = [
     Page("proposal-approve", REVIEW, get=None, post=302),
     Page("proposal-reject", REVIEW, get=None, post=302, data={"comment": "no"}),
     Page("repository-list", VIEW, idor=False),
-    Page("repository-add", MANAGE, post=200, data={"name": ""}, idor=False),
+    Page("repository-add", MANAGE, post=400, data={"name": ""}, idor=False),
     Page("repository-detail", VIEW),
     Page("repository-sync", MANAGE, get=None, post=302),
     Page("repository-sync-status", VIEW),
