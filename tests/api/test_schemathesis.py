@@ -40,6 +40,7 @@ _stats: dict[str, int] = {"operations": 0, "calls": 0}
 def api_token(team, admin_user, make_token, settings, tmp_path) -> str:  # type: ignore[no-untyped-def]
     settings.DATA_DIR = tmp_path
     settings.LOCK_DIR = tmp_path / "locks"
+    settings.REPOSITORY_ALLOW_LOCAL_REMOTES = True  # the demo's remote is a local bare repository
     for demo in (sources_demo, reviews_demo, bundles_demo):
         demo.seed(team=team, user=admin_user)
     return make_token(team, [choice.value for choice in Scope], name="schemathesis")

@@ -316,8 +316,9 @@ def test_it_keeps_the_value_out_of_a_rejection_made_through_the_api(
 
 @pytest.mark.worker
 def test_it_pushes_a_masked_commit_message_from_a_real_worker(
-    celery_worker, team, make_user, make_token, api_client, remote
+    celery_worker, settings, team, make_user, make_token, api_client, remote
 ):
+    settings.REPOSITORY_ALLOW_LOCAL_REMOTES = True  # the in-process sync checks it too
     make_user("rita", team=team, role=Role.REVIEWER)
     repository = services.repository_create(
         actor=Actor.system(), team=team, name="app", remote_url=remote.url, allow_local=True
