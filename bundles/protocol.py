@@ -542,8 +542,9 @@ def validate_envelope(bundle: Any) -> Envelope:
     if not isinstance(raw, dict):
         raise BundleError("manifest-missing", "'manifest' must be an object", "manifest")
     for key, value in bundle.items():  # every envelope string, keys and nested values too
-        if key not in SECTIONS:
-            check_plain_json({key: value}, key, max_depth=MAX_JSON_DEPTH + 1)
+        if key not in SECTIONS:  # the key is the error's path: escaped when it is not text
+            path = key if key.isascii() and "\x00" not in key else ascii(key)
+            check_plain_json({key: value}, path, max_depth=MAX_JSON_DEPTH + 1)
     scope = raw.get("scope")
     if scope not in SCOPES:
         raise BundleError(
