@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.http import HttpRequest, QueryDict, StreamingHttpResponse
 from django.urls import reverse
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -209,6 +210,22 @@ class HeaderCsrfSessionAuthentication(SessionAuthentication):
                 f"CSRF Failed: {reason} Send the token in the X-CSRFToken header: this "
                 "endpoint checks it before reading the body."
             )
+
+
+class HeaderCsrfSessionScheme(OpenApiAuthenticationExtension):
+    """OpenAPI: the session cookie, with the CSRF token in the X-CSRFToken header."""
+
+    target_class = "bundles.api.HeaderCsrfSessionAuthentication"
+    name = "cookieAuthCsrfHeader"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
+        return {
+            "type": "apiKey",
+            "in": "cookie",
+            "name": settings.SESSION_COOKIE_NAME,
+            "description": "A signed-in session; the CSRF token goes in the X-CSRFToken "
+            "header (it is checked before the body is read).",
+        }
 
 
 IMPORT_AUTHENTICATION = [BearerTokenAuthentication, HeaderCsrfSessionAuthentication]
