@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from bundles.models import BrainSettings, Chunk, ImportJob
+from bundles.secrets import mask_secrets
 from memoryadmin.admin import ReadOnlyAdmin
 
 
@@ -14,9 +15,15 @@ class BrainSettingsAdmin(ReadOnlyAdmin):
 @admin.register(Chunk)
 class ChunkAdmin(ReadOnlyAdmin):
     list_display = ("id", "team", "memory_type", "zone", "is_dna", "origin", "is_deleted")
-    list_filter = ("team", "memory_type", "zone", "is_dna", "origin", "is_deleted")
+    list_filter = ("team", "memory_type", "zone", "is_dna", "origin", "is_deleted", "suspicious")
     search_fields = ("content", "content_hash")
-    readonly_fields = ("content_hash", "embedding", "is_dna")
+    # The content is shown with what looked like a credential masked, never as stored.
+    exclude = ("content",)
+    readonly_fields = ("masked_content", "content_hash", "embedding", "is_dna", "secret_findings")
+
+    @admin.display(description="content")
+    def masked_content(self, obj: Chunk) -> str:
+        return mask_secrets(obj.content, obj.secret_findings)
 
 
 @admin.register(ImportJob)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import orjson
 from django.conf import settings
-from django.http import StreamingHttpResponse
+from django.db import DatabaseError
+from django.http import HttpRequest, QueryDict, StreamingHttpResponse
 from django.urls import reverse
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -16,7 +21,8 @@ from drf_spectacular.utils import (
     extend_schema,
     inline_serializer,
 )
-from rest_framework import permissions, serializers
+from rest_framework import exceptions, permissions, serializers
+from rest_framework.authentication import CSRFCheck, SessionAuthentication
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.request import Request
@@ -41,7 +47,10 @@ from bundles.uploads import BundleUploadHandler, Spooled, TooLargeError, spool_b
 from memoryadmin.api import HasScope, request_team
 from memoryadmin.api_errors import AUTH_ERRORS, ApiError, error_responses
 from memoryadmin.audit import Actor
+from memoryadmin.authentication import BearerTokenAuthentication
 from memoryadmin.models import Scope, Team
+
+logger = logging.getLogger(__name__)
 
 
 def _media_type(request: Request) -> str:
@@ -98,33 +107,128 @@ def _bundle_error(exc: protocol.BundleError) -> ApiError:
 def run_import(
     *, team: Team, actor: Actor, spooled: Spooled, options: ImportOptions, filename: str = ""
 ) -> tuple[int, dict[str, Any]]:
-    """Small bodies import now (200 + ImportReport); large ones become a job (202)."""
+    """Small bodies import now (200 + ImportReport); large ones become a job (202), which then
+    owns the scratch file. Any other way out deletes it. Failures are the caller's to audit
+    (`import_failures_audited`)."""
     if spooled.path is not None and spooled.size > settings.BUNDLE_SYNC_IMPORT_MAX_BYTES:
-        job = import_job_create(
-            team=team,
-            actor=actor,
-            scratch_path=spooled.path,
-            size_bytes=spooled.size,
-            filename=filename,
-            options=options,
-        )
+        try:
+            job = import_job_create(
+                team=team,
+                actor=actor,
+                scratch_path=spooled.path,
+                size_bytes=spooled.size,
+                filename=filename,
+                options=options,
+            )
+        except BaseException:
+            spooled.discard()
+            raise
         return 202, {"job": job_payload(job)}
     data = spooled.data
     if data is None:
         assert spooled.path is not None
-        data = spooled.path.read_bytes()
-        spooled.discard()
-    try:
-        bundle = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise ApiError(400, "malformed-json", f"The body is not valid JSON: {exc}") from exc
+        try:
+            data = spooled.path.read_bytes()
+        finally:
+            spooled.discard()
+    bundle = parse_bundle(data)
     try:
         return 200, bundle_import(
             team=team, actor=actor, bundle=bundle, options=options, size=spooled.size
         )
     except protocol.BundleError as exc:
-        import_failure_record(team=team, actor=actor, code=exc.code, message=str(exc))
         raise _bundle_error(exc) from exc
+
+
+def parse_bundle(data: bytes) -> Any:
+    """orjson's fast parse; what it refuses gets the standard library's strict one, which also
+    takes escaped lone surrogates (valid JSON text that no database stores): the format
+    library then refuses those per record, instead of the whole bundle."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        try:
+            return protocol.parse_json(data)
+        except protocol.BundleError:
+            raise ApiError(400, "malformed-json", f"The body is not valid JSON: {exc}") from exc
+
+
+@contextmanager
+def import_failures_audited(*, team: Team, actor: Actor) -> Iterator[None]:
+    """Every import refused or failed after authentication leaves `bundle.import_failed`
+    (written in its own transaction, after the import's rolled back)."""
+    try:
+        yield
+    except ApiError as exc:
+        _failure_record(team=team, actor=actor, code=exc.error_code, message=str(exc.detail))
+        raise
+    except exceptions.APIException as exc:
+        code = exc.get_codes() if isinstance(exc.get_codes(), str) else "bad-request"
+        _failure_record(team=team, actor=actor, code=code, message=str(exc.detail))
+        raise
+    except Exception as exc:  # a bug or an outage: the 500 is audited too
+        _failure_record(
+            team=team, actor=actor, code="internal-error", message=f"{type(exc).__name__}: {exc}"
+        )
+        raise
+
+
+def _failure_record(*, team: Team, actor: Actor, code: str, message: str) -> None:
+    try:
+        import_failure_record(team=team, actor=actor, code=code, message=message)
+    except DatabaseError:  # the database is what failed: the original error is what counts
+        logger.exception("bundle.import_failed not recorded for team %s", team.pk)
+
+
+class _BodyUnread:
+    """The request as Django's CSRF check sees it, with an empty POST: the token must come in
+    the X-CSRFToken header, and checking it reads nothing of the body."""
+
+    POST = QueryDict()
+
+    def __init__(self, request: HttpRequest) -> None:
+        object.__setattr__(self, "_wrapped", request)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._wrapped, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._wrapped, name, value)
+
+
+class HeaderCsrfSessionAuthentication(SessionAuthentication):
+    """Session authentication whose CSRF check never reads (and spools) the body: the import
+    endpoints know who is calling, and whether they may, before any upload reaches disk."""
+
+    def enforce_csrf(self, request: Request) -> None:
+        check = CSRFCheck(lambda _: None)  # type: ignore[arg-type]
+        unread = _BodyUnread(request._request)
+        check.process_request(unread)  # type: ignore[arg-type]
+        reason = check.process_view(unread, None, (), {})  # type: ignore[arg-type]
+        if reason:
+            raise exceptions.PermissionDenied(
+                f"CSRF Failed: {reason} Send the token in the X-CSRFToken header: this "
+                "endpoint checks it before reading the body."
+            )
+
+
+class HeaderCsrfSessionScheme(OpenApiAuthenticationExtension):
+    """OpenAPI: the session cookie, with the CSRF token in the X-CSRFToken header."""
+
+    target_class = "bundles.api.HeaderCsrfSessionAuthentication"
+    name = "cookieAuthCsrfHeader"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
+        return {
+            "type": "apiKey",
+            "in": "cookie",
+            "name": settings.SESSION_COOKIE_NAME,
+            "description": "A signed-in session; the CSRF token goes in the X-CSRFToken "
+            "header (it is checked before the body is read).",
+        }
+
+
+IMPORT_AUTHENTICATION = [BearerTokenAuthentication, HeaderCsrfSessionAuthentication]
 
 
 def job_payload(job: ImportJob) -> dict[str, Any]:
@@ -374,6 +478,7 @@ class ExportStreamView(_BrainView):
 
 class ImportView(_BrainView):
     required_scopes = {"POST": Scope.BUNDLES_IMPORT}
+    authentication_classes = IMPORT_AUTHENTICATION
     parser_classes: list = []  # the body is read as a bounded stream, never whole by DRF
 
     @extend_schema(
@@ -384,28 +489,34 @@ class ImportView(_BrainView):
         examples=[OpenApiExample("Bundle", value=MINIMAL_BUNDLE, request_only=True)],
     )
     def post(self, request: Request) -> Response:
-        if _media_type(request) != "application/json":
-            raise ApiError(415, "unsupported-media-type", "Send the bundle as application/json.")
-        options = import_options(request)
-        check_content_length(request)
         team, actor = request_team(request), Actor.from_request(request)
-        try:
-            spooled = spool_body(
-                request._request,
-                max_bytes=settings.BUNDLE_MAX_BYTES,
-                memory_bytes=settings.BUNDLE_SYNC_IMPORT_MAX_BYTES,
-            )
-        except TooLargeError as exc:
-            raise ApiError(413, "too-large", _too_large_message()) from exc
-        status, body = run_import(team=team, actor=actor, spooled=spooled, options=options)
+        with import_failures_audited(team=team, actor=actor):
+            if _media_type(request) != "application/json":
+                raise ApiError(
+                    415, "unsupported-media-type", "Send the bundle as application/json."
+                )
+            options = import_options(request)
+            check_content_length(request)
+            try:
+                spooled = spool_body(
+                    request._request,
+                    max_bytes=settings.BUNDLE_MAX_BYTES,
+                    memory_bytes=settings.BUNDLE_SYNC_IMPORT_MAX_BYTES,
+                )
+            except TooLargeError as exc:
+                raise ApiError(413, "too-large", _too_large_message()) from exc
+            status, body = run_import(team=team, actor=actor, spooled=spooled, options=options)
         return _import_response(status, body)
 
 
 class ImportFileView(_BrainView):
     required_scopes = {"POST": Scope.BUNDLES_IMPORT}
+    authentication_classes = IMPORT_AUTHENTICATION
     parser_classes = [MultiPartParser]
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        # Closed (writes nothing) until post() opens it: authentication and permission checks
+        # (DRF's, run by super().initial) come first and never read the body.
         self.upload_handler = BundleUploadHandler(
             request._request, max_bytes=settings.BUNDLE_MAX_BYTES
         )
@@ -425,6 +536,18 @@ class ImportFileView(_BrainView):
         responses=IMPORT_RESPONSES,
     )
     def post(self, request: Request) -> Response:
+        team, actor = request_team(request), Actor.from_request(request)
+        status = 500
+        try:
+            with import_failures_audited(team=team, actor=actor):
+                status, body = self._import(request, team, actor)
+        finally:
+            # Refused, failed or imported: the scratch file goes, unless a job now owns it.
+            if status != 202:
+                self.upload_handler.discard()
+        return _import_response(status, body)
+
+    def _import(self, request: Request, team: Team, actor: Actor) -> tuple[int, dict[str, Any]]:
         if _media_type(request) != "multipart/form-data":
             raise ApiError(
                 415,
@@ -433,31 +556,28 @@ class ImportFileView(_BrainView):
             )
         options = import_options(request)
         check_content_length(request)
-        team, actor = request_team(request), Actor.from_request(request)
+        handler = self.upload_handler
+        handler.accepting = True  # the caller may import: now the body is read
         try:
             upload = request.FILES.get("file")
         except ParseError as exc:
             raise ApiError(400, "bad-request", f"The multipart body is malformed: {exc}") from exc
-        if self.upload_handler.too_large:
+        if handler.too_large:
             raise ApiError(413, "too-large", _too_large_message())
+        if handler.file_parts > 1:
+            raise ApiError(
+                400,
+                "bad-request",
+                f"Send exactly one part named 'file' (this body has {handler.file_parts}).",
+                {"field": "file"},
+            )
         if upload is None or not hasattr(upload, "scratch_path"):
             raise ApiError(400, "file-missing", "Attach the bundle in the form field 'file'.")
         upload.close()
         spooled = Spooled(size=upload.size or 0, path=upload.scratch_path)
-        try:
-            status, body = run_import(
-                team=team,
-                actor=actor,
-                spooled=spooled,
-                options=options,
-                filename=upload.name or "",
-            )
-        except BaseException:
-            spooled.discard()
-            raise
-        if status != 202:
-            spooled.discard()
-        return _import_response(status, body)
+        return run_import(
+            team=team, actor=actor, spooled=spooled, options=options, filename=upload.name or ""
+        )
 
 
 def _import_response(status: int, body: dict[str, Any]) -> Response:

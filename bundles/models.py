@@ -89,6 +89,9 @@ class Chunk(models.Model):
     is_deleted = models.BooleanField(default=False)  # a user's soft delete; never exported
     deleted_at = models.DateTimeField(null=True, blank=True)
     suspicious = models.BooleanField(default=False)  # looked like prompt injection on import
+    # Looked like a credential on import: [{"rule", "line"}] from MemoryRail's secret scanner
+    # (never the value); the Brain page masks those spans (bundles.secrets).
+    secret_findings = models.JSONField(default=list, blank=True)
     updated_at = models.DateTimeField(default=timezone.now)  # local change time (scope=since)
     # Imported or entered chunks stand on their own; a chunk created by a mirror (standalone
     # False) is served only while one of its ChunkOrigin rows is active (bundles.mirror).
@@ -121,7 +124,9 @@ class Chunk(models.Model):
         ordering = ["-id"]
 
     def __str__(self) -> str:
-        return f"{self.memory_type}: {self.content[:60]}"
+        from bundles.secrets import mask_secrets  # what looked like a credential stays hidden
+
+        return f"{self.memory_type}: {mask_secrets(self.content, self.secret_findings)[:60]}"
 
 
 class OriginKind(models.TextChoices):

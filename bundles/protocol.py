@@ -61,6 +61,9 @@ MAX_TAGS = 256
 MAX_EMBEDDING_DIM = 65_536
 MAX_JSON_DEPTH = 32
 MAX_INT = 2**63 - 1
+# Text a database cannot store: NUL (PostgreSQL refuses it in text and jsonb) and lone
+# surrogates (no UTF-8 form). JSON parsers hand both over from `\u0000` / `\ud800` escapes.
+_NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
 
 
 class BundleError(ValueError):
@@ -118,6 +121,8 @@ def encode_record(record: Any) -> tuple[bytes, bytes]:
     except TypeError:  # integers past 64 bits: the standard library's form on both sides
         try:
             data = canonical_json(record).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate has no UTF-8 form: its escaped form
+            data = _ascii_canonical(record)  # (the record is refused when it is validated)
         except (TypeError, ValueError, RecursionError) as exc:
             raise BundleError("not-serialisable", f"value is not plain JSON: {exc}") from exc
         return data, data
@@ -140,7 +145,8 @@ def bundle_checksum(bundle: Mapping[str, Any], *, ascii_escaped: bool = False) -
         text = canonical_json(_without_checksum(bundle), ascii_escaped=ascii_escaped)
     except (TypeError, ValueError, RecursionError) as exc:
         raise BundleError("not-serialisable", f"bundle is not plain JSON: {exc}") from exc
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    # surrogatepass: a lone surrogate has no UTF-8 form (such records are refused anyway)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -364,9 +370,18 @@ def _str(
         raise BundleError("field-empty", f"'{key}' must not be empty", path)
     if len(value) > max_len:
         raise BundleError("field-too-long", f"'{key}' is longer than {max_len} characters", path)
-    if "\x00" in value:
-        raise BundleError("field-nul", f"'{key}' contains a NUL character", path)
+    check_text(value, f"'{key}'", path)
     return value
+
+
+def check_text(value: str, what: str, path: str) -> None:
+    """Refuse a string a database cannot store: a NUL character or a lone surrogate."""
+    if "\x00" in value:
+        raise BundleError("field-nul", f"{what} contains a NUL character", path)
+    if not value.isascii() and _NOT_TEXT.search(value):
+        raise BundleError(
+            "field-surrogate", f"{what} contains a lone surrogate (not Unicode text)", path
+        )
 
 
 def _int(
@@ -426,7 +441,19 @@ def parse_timestamp(value: Any, key: str, path: str) -> datetime | None:
         parsed = datetime.fromisoformat(value)
     except ValueError as exc:
         raise BundleError("timestamp-invalid", f"'{key}' is not ISO-8601: {value!r}", path) from exc
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC)
+    # Stored and compared in UTC: an offset that carries it before year 1 or past 9999 is a
+    # value databases take and their drivers cannot read back (psycopg, SQLite's converters).
+    try:
+        parsed.astimezone(UTC)
+    except OverflowError as exc:
+        raise BundleError(
+            "timestamp-range",
+            f"'{key}' is outside years 1 to 9999 in UTC: {value!r}",
+            path,
+        ) from exc
+    return parsed
 
 
 def format_timestamp(value: datetime | None) -> str | None:
@@ -436,23 +463,27 @@ def format_timestamp(value: datetime | None) -> str | None:
 
 
 def check_plain_json(value: Any, path: str, *, max_depth: int = MAX_JSON_DEPTH) -> None:
-    """Reject values JSON cannot carry (NaN, non-string keys) and nesting deeper than max_depth."""
+    """Reject values JSON cannot carry (NaN, non-string keys), strings a database cannot store
+    (NUL, lone surrogates; keys too) and nesting deeper than max_depth."""
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
         if depth > max_depth:
             raise BundleError("json-too-deep", f"nested deeper than {max_depth} levels", path)
-        if isinstance(item, dict):
+        if isinstance(item, str):
+            check_text(item, "a string", path)
+        elif isinstance(item, dict):
             for key, child in item.items():
                 if not isinstance(key, str):
                     raise BundleError("json-invalid", "object keys must be strings", path)
+                check_text(key, "a key", path)
                 stack.append((child, depth + 1))
         elif isinstance(item, list):
             stack.extend((child, depth + 1) for child in item)
         elif isinstance(item, float):
             if not math.isfinite(item):
                 raise BundleError("json-invalid", "numbers must be finite", path)
-        elif item is not None and not isinstance(item, str | int | bool):
+        elif item is not None and not isinstance(item, int | bool):
             raise BundleError("json-invalid", f"unsupported value {type(item).__name__}", path)
 
 
@@ -510,6 +541,10 @@ def validate_envelope(bundle: Any) -> Envelope:
     raw = bundle.get("manifest")
     if not isinstance(raw, dict):
         raise BundleError("manifest-missing", "'manifest' must be an object", "manifest")
+    for key, value in bundle.items():  # every envelope string, keys and nested values too
+        if key not in SECTIONS:  # the key is the error's path: escaped when it is not text
+            path = key if key.isascii() and "\x00" not in key else ascii(key)
+            check_plain_json({key: value}, path, max_depth=MAX_JSON_DEPTH + 1)
     scope = raw.get("scope")
     if scope not in SCOPES:
         raise BundleError(
@@ -641,6 +676,7 @@ def validate_chunk(
     if declared is not None and not isinstance(declared, str):
         raise BundleError("field-type", "'content_hash' must be a string", path)
     if isinstance(declared, str):
+        check_text(declared, "'content_hash'", path)
         declared = declared.lower().removeprefix("sha256:")
     zone = _str(obj, "zone", path, default="standard", max_len=16) or "standard"
     if zone not in ZONES:
@@ -657,6 +693,8 @@ def validate_chunk(
         or not all(isinstance(t, str) and len(t) <= MAX_NAME_CHARS for t in tags)
     ):
         raise BundleError("tags-invalid", "tags must be a list of short strings", path)
+    for tag in tags:
+        check_text(tag, "a tag", path)
     metadata = obj.get("metadata")
     if metadata is None:
         metadata = {}

@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Exists, IntegerField, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import (
+    Case,
+    Count,
+    DateTimeField,
+    Exists,
+    F,
+    IntegerField,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
@@ -22,6 +36,7 @@ from bundles.models import (
     MoodState,
 )
 from bundles.readlog import id_in_summary
+from bundles.secrets import mask_secrets
 from memoryadmin.models import AuditEvent, Team
 from sources.models import Source
 
@@ -90,10 +105,38 @@ def recent_jobs(team: Team, limit: int = 5) -> QuerySet[ImportJob]:
     return ImportJob.objects.filter(team=team)[:limit]
 
 
-def chunk_page(team: Team, page_number: str | int | None, per_page: int = 25) -> Page:
+# What every driver reads back (psycopg and Python stop at years 1 and 9999).
+READABLE_FROM = datetime(1, 1, 2, tzinfo=UTC)
+READABLE_UNTIL = datetime(9999, 12, 30, tzinfo=UTC)
+CHUNK_FLAGS = {
+    "suspicious": Q(suspicious=True),  # looked like prompt injection
+    "secret": ~Q(secret_findings=[]),  # looked like a credential
+}
+
+
+def readable_timestamp(column: str) -> Case:
+    """The column, or NULL when a driver could not read it back (written around the import's
+    checks): one such row degrades to "no time" on a page instead of failing it."""
+    return Case(
+        When(
+            Q(**{f"{column}__gte": READABLE_FROM}) & Q(**{f"{column}__lte": READABLE_UNTIL}),
+            then=F(column),
+        ),
+        default=Value(None),
+        output_field=DateTimeField(),
+    )
+
+
+def chunk_page(
+    team: Team, page_number: str | int | None, per_page: int = 25, *, flag: str | None = None
+) -> Page:
+    """A page of live chunks, newest first; `flag` (suspicious, secret) narrows it. Each chunk
+    gets `display_content`: its text with what looked like a credential masked."""
+    chunks = Chunk.objects.filter(team=team, is_deleted=False)
+    if flag in CHUNK_FLAGS:
+        chunks = chunks.filter(CHUNK_FLAGS[flag])
     chunks = (
-        Chunk.objects.filter(team=team, is_deleted=False)
-        .only(
+        chunks.only(
             "id",
             "content",
             "memory_type",
@@ -102,15 +145,22 @@ def chunk_page(team: Team, page_number: str | int | None, per_page: int = 25) ->
             "is_dna",
             "origin",
             "suspicious",
-            "created_at",
+            "secret_findings",
             "standalone",
-            "withdrawn_at",
         )
-        .annotate(has_active_origin=Exists(active_origins()))
+        .annotate(
+            has_active_origin=Exists(active_origins()),
+            created=readable_timestamp("created_at"),
+            withdrawn_since=readable_timestamp("withdrawn_at"),
+        )
         .prefetch_related(Prefetch("origins", queryset=_origins_for_page()))
         .order_by("-id")
     )
-    return Paginator(chunks, per_page).get_page(page_number)
+    page = Paginator(chunks, per_page).get_page(page_number)
+    page.object_list = list(page.object_list)
+    for chunk in page.object_list:
+        chunk.display_content = mask_secrets(chunk.content, chunk.secret_findings)
+    return page
 
 
 def _origins_for_page() -> QuerySet[ChunkOrigin]:

@@ -79,27 +79,39 @@ class ScratchUpload(UploadedFile):
 
 
 class BundleUploadHandler(FileUploadHandler):
-    """Writes the multipart field `file` straight to a scratch file, counting bytes."""
+    """Writes the multipart field `file` straight to a scratch file, counting bytes.
+
+    Closed until the view opens it (`accepting`), after the caller is authenticated and
+    authorised: a body parsed before that (by anything) writes nothing to disk. Every file it
+    wrote is in `paths`, so the view's `discard()` leaves nothing behind on any failure."""
 
     def __init__(self, request: HttpRequest, *, max_bytes: int) -> None:
         super().__init__(request)
         self.max_bytes = max_bytes
+        self.accepting = False
         self.too_large = False
+        self.file_parts = 0  # parts named `file`: exactly one is an upload
         self.size = 0
         self.handle: Any = None
         self.path: Path | None = None
+        self.paths: list[Path] = []
+        self.uploads: list[ScratchUpload] = []
 
     def new_file(self, field_name: str, *args: Any, **kwargs: Any) -> None:
-        if field_name != "file" or self.path is not None:
+        if field_name != "file" or not self.accepting:
+            raise SkipFile()
+        self.file_parts += 1
+        if self.file_parts > 1:  # the view refuses the upload: nothing more is written
             raise SkipFile()
         super().new_file(field_name, *args, **kwargs)
         self.handle, self.path = new_scratch_file()
+        self.paths.append(self.path)
 
     def receive_data_chunk(self, raw_data: bytes, start: int) -> None:
         self.size += len(raw_data)
         if self.size > self.max_bytes:
             self.too_large = True
-            self._cleanup()
+            self.discard()
             raise StopUpload(connection_reset=False)
         self.handle.write(raw_data)
 
@@ -108,17 +120,24 @@ class BundleUploadHandler(FileUploadHandler):
             return None
         self.handle.close()
         self.handle = None
-        return ScratchUpload(
+        upload = ScratchUpload(
             self.path, self.file_name or "bundle.json", self.content_type or "", file_size
         )
+        self.uploads.append(upload)
+        return upload
 
     def upload_interrupted(self) -> None:
-        self._cleanup()
+        """The body ended inside a part: only a file still being written is incomplete."""
+        if self.handle is not None:
+            self.discard()
 
-    def _cleanup(self) -> None:
+    def discard(self) -> None:
+        """Close and delete every scratch file this upload wrote."""
         if self.handle is not None:
             self.handle.close()
             self.handle = None
-        if self.path is not None:
-            self.path.unlink(missing_ok=True)
-            self.path = None
+        for upload in self.uploads:
+            upload.close()
+        for path in self.paths:
+            path.unlink(missing_ok=True)
+        self.paths, self.path, self.uploads = [], None, []

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 
-import orjson
 from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
@@ -12,6 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from bundles import protocol, selectors
+from bundles.api import parse_bundle
 from bundles.models import ImportJob
 from bundles.services import (
     ExportRequest,
@@ -24,6 +24,7 @@ from bundles.services import (
 from bundles.services.imports import job_progress
 from bundles.services.proposals import ProposeTargetError, propose_target
 from bundles.uploads import new_scratch_file
+from memoryadmin.api_errors import ApiError
 from memoryadmin.audit import Actor
 from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import team_view
@@ -33,6 +34,8 @@ from memoryadmin.web import team_view
 @team_view(Action.VIEW)
 def brain(request: HttpRequest) -> HttpResponse:
     team = request.team  # type: ignore[attr-defined]
+    flag = request.GET.get("flag", "")
+    flag = flag if flag in selectors.CHUNK_FLAGS else ""
     return render(
         request,
         "bundles/brain.html",
@@ -40,7 +43,8 @@ def brain(request: HttpRequest) -> HttpResponse:
             "summary": selectors.brain_summary(team),
             "events": selectors.recent_bundle_events(team),
             "jobs": selectors.recent_jobs(team),
-            "page": selectors.chunk_page(team, request.GET.get("page")),
+            "page": selectors.chunk_page(team, request.GET.get("page"), flag=flag),
+            "flag": flag,
             "can_import": user_can(request.user, team, Action.MANAGE),
             "scopes": protocol.SCOPES,
             "repositories": selectors.proposal_targets(team),
@@ -71,23 +75,27 @@ def brain_export(request: HttpRequest) -> HttpResponse:
 def brain_import(request: HttpRequest) -> HttpResponse:
     team = request.team  # type: ignore[attr-defined]
     actor = Actor.from_request(request)
+
+    def refused(code: str, message: str) -> HttpResponse:
+        """A failed import leaves `bundle.import_failed`, whatever stopped it."""
+        import_failure_record(team=team, actor=actor, code=code, message=message)
+        messages.error(request, message)
+        return redirect("brain", team_slug=team.slug)
+
+    too_large = f"Bundles may be at most {settings.BUNDLE_MAX_BYTES} bytes."
     upload = request.FILES.get("file")
     if getattr(request, "upload_too_large", False):
-        messages.error(request, f"Bundles may be at most {settings.BUNDLE_MAX_BYTES} bytes.")
-        return redirect("brain", team_slug=team.slug)
+        return refused("too-large", too_large)
     if upload is None:
-        messages.error(request, "Choose a bundle file to upload.")
-        return redirect("brain", team_slug=team.slug)
+        return refused("file-missing", "Choose a bundle file to upload.")
     if upload.size > settings.BUNDLE_MAX_BYTES:
-        messages.error(request, f"Bundles may be at most {settings.BUNDLE_MAX_BYTES} bytes.")
-        return redirect("brain", team_slug=team.slug)
+        return refused("too-large", too_large)
     propose_to = None
     if request.POST.get("propose_to"):
         try:
             propose_to = propose_target(team=team, repository_id=request.POST["propose_to"])
         except ProposeTargetError as exc:
-            messages.error(request, f"Import refused: {exc.message}")
-            return redirect("brain", team_slug=team.slug)
+            return refused(exc.code, f"Import refused: {exc.message}")
     options = ImportOptions(
         keep_embeddings=request.POST.get("keep_embeddings", "true") == "true",
         accept_foreign_embeddings=request.POST.get("accept_foreign_embeddings") == "true",
@@ -95,42 +103,53 @@ def brain_import(request: HttpRequest) -> HttpResponse:
     )
     if upload.size > settings.BUNDLE_SYNC_IMPORT_MAX_BYTES:
         handle, path = new_scratch_file()
-        with handle:
-            upload.seek(0)
-            shutil.copyfileobj(upload, handle)
-        job = import_job_create(
-            team=team,
-            actor=actor,
-            scratch_path=path,
-            size_bytes=upload.size,
-            filename=upload.name or "",
-            options=options,
-        )
+        try:
+            with handle:
+                upload.seek(0)
+                shutil.copyfileobj(upload, handle)
+            job = import_job_create(
+                team=team,
+                actor=actor,
+                scratch_path=path,
+                size_bytes=upload.size,
+                filename=upload.name or "",
+                options=options,
+            )
+        except BaseException as exc:  # no job owns the copy: it goes
+            path.unlink(missing_ok=True)
+            import_failure_record(
+                team=team, actor=actor, code="internal-error", message=type(exc).__name__
+            )
+            raise
         messages.info(request, f"The bundle is large; import #{job.pk} runs in the background.")
         return redirect("brain", team_slug=team.slug)
     try:
-        bundle = orjson.loads(upload.read())
+        bundle = parse_bundle(upload.read())
+    except ApiError as exc:
+        return refused("malformed-json", f"The file is not valid JSON: {exc.detail}")
+    try:
         result = bundle_import(team=team, actor=actor, bundle=bundle, options=options)
-    except orjson.JSONDecodeError as exc:
-        messages.error(request, f"The file is not valid JSON: {exc}")
     except protocol.BundleError as exc:
-        import_failure_record(team=team, actor=actor, code=exc.code, message=str(exc))
-        messages.error(request, f"Import refused ({exc.code}): {exc}")
-    else:
-        chunks = result["report"]["chunks"]
-        proposals = result["report"].get("proposals")
-        proposed = (
-            f" {proposals['proposed']} DNA chunks proposed for review "
-            f"({proposals['skipped_secret']} held back for possible secrets)."
-            if proposals
-            else ""
+        return refused(exc.code, f"Import refused ({exc.code}): {exc}")
+    except Exception as exc:  # the 500 is audited too (the import rolled back)
+        import_failure_record(
+            team=team, actor=actor, code="internal-error", message=f"{type(exc).__name__}: {exc}"
         )
-        messages.success(
-            request,
-            f"Imported: {chunks['inserted']} chunks inserted, {chunks['skipped_duplicate']} "
-            f"duplicates, {chunks['skipped_invalid']} invalid, "
-            f"{len(result['report']['warnings'])} warnings (see Recent imports).{proposed}",
-        )
+        raise
+    chunks = result["report"]["chunks"]
+    proposals = result["report"].get("proposals")
+    proposed = (
+        f" {proposals['proposed']} DNA chunks proposed for review "
+        f"({proposals['skipped_secret']} held back for possible secrets)."
+        if proposals
+        else ""
+    )
+    messages.success(
+        request,
+        f"Imported: {chunks['inserted']} chunks inserted, {chunks['skipped_duplicate']} "
+        f"duplicates, {chunks['skipped_invalid']} invalid, "
+        f"{len(result['report']['warnings'])} warnings (see Recent imports).{proposed}",
+    )
     return redirect("brain", team_slug=team.slug)
 
 

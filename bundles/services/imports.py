@@ -39,6 +39,7 @@ from bundles.models import (
     Origin,
 )
 from bundles.protocol import SECTIONS, BundleError, ChunkRecord, EdgeRecord, EntityRecord
+from bundles.secrets import chunk_secret_findings, describe_findings
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import copy_rows, json_loads
 from memoryadmin.models import Team
@@ -54,7 +55,9 @@ ANALYZE_EVERY = 20_000  # PostgreSQL: chunks inserted before the planner needs f
 SPOOL_BUFFER = 1 << 20  # checksum spools are written a record at a time through this buffer
 # Bump when validate_chunk's rules change: chunks imported under older rules are then validated
 # again on re-import instead of being taken as known valid (Chunk.import_digest).
-CHUNK_RULES = b"memoryadmin chunk rules 1"
+CHUNK_RULES = b"memoryadmin chunk rules 2"  # 2: NUL/surrogates everywhere, UTC year range
+# The largest co_activation_count / frequency (BigIntegerField): sums saturate here, warned.
+COUNTER_MAX = 2**63 - 1
 
 CHUNK_INSERT_COLUMNS = (
     "team_id",
@@ -67,6 +70,7 @@ CHUNK_INSERT_COLUMNS = (
     "updated_at",
     "standalone",
     "import_digest",
+    "secret_findings",
 )
 
 EDGE_COLUMNS = (
@@ -219,6 +223,7 @@ class _Importer:
         self.edge_spool: IO[bytes] | None = None
         self.chunks_read = False
         self.not_standalone: set[str] = set()
+        self.saturated: dict[str, int] = {}  # section -> records whose counter hit the max
 
     # -- driving -----------------------------------------------------------------------------
 
@@ -475,6 +480,7 @@ class _Importer:
     ) -> None:
         counts = self.report.counts["chunks"]
         by_hash: dict[str, ChunkRecord | _KnownChunk] = {}
+        indexes: dict[str, int] = {}
         record_digests: dict[str, bytes] = {}
         flagged: set[str] = set()
         for index, record, record_digest in batch:
@@ -487,6 +493,7 @@ class _Importer:
                 counts["skipped_duplicate"] += 1
                 continue
             by_hash[record.content_hash] = record
+            indexes[record.content_hash] = index
             record_digests[record.content_hash] = record_digest
             if isinstance(record, ChunkRecord):
                 self._collect_proposal(index, record)
@@ -513,6 +520,14 @@ class _Importer:
             if digest in existing or not isinstance(record, ChunkRecord):
                 counts["skipped_duplicate"] += 1
                 continue
+            # New rows only: a held chunk keeps its row (and was scanned when it came in).
+            findings = chunk_secret_findings(record.content)
+            if findings:
+                self.report.warn(
+                    f"chunks[{indexes[digest]}] (id {record.id}, hash {digest[:16]}…) looks like "
+                    f"it holds a secret ({describe_findings(findings)}); stored as data, flagged "
+                    "and masked where shown"
+                )
             embedding, model, dim, outcome = self._embedding_for(record)
             outcomes.append((digest, outcome))
             new_rows.append(
@@ -542,6 +557,7 @@ class _Importer:
                     db_datetime(self.now),
                     True,
                     record_digests[digest],
+                    self._json(findings),
                 )
             )
         local = {digest: existing[digest] for digest in held}
@@ -670,29 +686,45 @@ class _Importer:
                 ]
             else:  # the same edge twice in one bundle: apply §3.8 within the batch too
                 row[0] = max(row[0], record.weight)
-                row[1] += record.co_activation_count
+                row[1] = min(row[1] + record.co_activation_count, COUNTER_MAX)
             counts["upserted"] += 1
             if len(merged) >= BATCH:
                 self._upsert_edges(merged)
                 merged = {}
         if merged:
             self._upsert_edges(merged)
+        self._warn_saturated("memory_edges", "co_activation_count")
+
+    def _warn_saturated(self, section: str, column: str) -> None:
+        saturated = self.saturated.pop(section, 0)
+        if saturated:
+            self.report.warn(
+                f"{section}: {saturated} records reached the largest {column} "
+                f"({COUNTER_MAX}); what would have gone past it was not added"
+            )
+
+    def _count_saturated(self, section: str, values: list[tuple[Any, ...]]) -> None:
+        """RETURNING rows (the counter after the upsert): those at the maximum."""
+        hits = sum(1 for (value,) in values if value is not None and int(value) >= COUNTER_MAX)
+        if hits:
+            self.saturated[section] = self.saturated.get(section, 0) + hits
 
     def _upsert_edges(self, merged: dict[tuple[int, int, str], list[Any]]) -> None:
         table = connection.ops.quote_name(MemoryEdge._meta.db_table)
         greatest = "GREATEST" if connection.vendor == "postgresql" else "MAX"
         update = (
             "ON CONFLICT (team_id, source_id, target_id, edge_type) DO UPDATE SET "
-            f"co_activation_count = {table}.co_activation_count + excluded.co_activation_count, "
+            f"co_activation_count = {_saturating_sum(table, 'co_activation_count')}, "
             f"weight = {greatest}({table}.weight, excluded.weight), "
-            "updated_at = %s"
+            "updated_at = %s RETURNING co_activation_count"
         )
         if connection.vendor == "postgresql":
             rows = [
                 (self.team.pk, source, target, edge_type, weight, count, created, updated)
                 for (source, target, edge_type), (weight, count, created, updated) in merged.items()
             ]
-            copy_rows(MemoryEdge, EDGE_COLUMNS, rows, conflict=update, params=[self.now])
+            returned = copy_rows(MemoryEdge, EDGE_COLUMNS, rows, conflict=update, params=[self.now])
+            self._count_saturated("memory_edges", returned)
             return
         values, params = [], []
         for (source, target, edge_type), (weight, count, created, updated) in merged.items():
@@ -715,6 +747,7 @@ class _Importer:
         )
         with connection.cursor() as cursor:
             cursor.execute(sql, [*params, self.db_datetime(self.now)])
+            self._count_saturated("memory_edges", cursor.fetchall())
 
     # -- entities ----------------------------------------------------------------------------
 
@@ -732,6 +765,7 @@ class _Importer:
                 merged = {}
         if merged:
             self._upsert_entities(merged)
+        self._warn_saturated("entities", "frequency")
 
     def _upsert_entities(self, merged: dict[str, EntityRecord]) -> None:
         table = connection.ops.quote_name(Entity._meta.db_table)
@@ -759,17 +793,19 @@ class _Importer:
 
         update = (
             "ON CONFLICT (team_id, name) DO UPDATE SET "
-            f"frequency = {table}.frequency + excluded.frequency, "
+            f"frequency = {_saturating_sum(table, 'frequency')}, "
             f"{pick('first_seen', '<')}, {pick('last_seen', '>')}, "
-            f"is_dna = ({table}.is_dna OR excluded.is_dna), updated_at = excluded.updated_at"
+            f"is_dna = ({table}.is_dna OR excluded.is_dna), updated_at = excluded.updated_at "
+            "RETURNING frequency"
         )
         if connection.vendor == "postgresql":
-            copy_rows(
+            returned = copy_rows(
                 Entity,
                 ENTITY_COLUMNS,
                 [tuple(params[i : i + 7]) for i in range(0, len(params), 7)],
                 conflict=update,
             )
+            self._count_saturated("entities", returned)
             return
         sql = (
             f"INSERT INTO {table} (team_id, name, frequency, first_seen, last_seen, "  # noqa: S608
@@ -777,6 +813,7 @@ class _Importer:
         )
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
+            self._count_saturated("entities", cursor.fetchall())
 
     # -- sessions, moods, agents -------------------------------------------------------------
 
@@ -877,12 +914,19 @@ def _unclaimed(metadata: dict[str, Any]) -> dict[str, Any]:
     return copy
 
 
+def _saturating_sum(table: str, column: str) -> str:
+    """`old + new` capped at COUNTER_MAX without overflowing (both are >= 0): PostgreSQL
+    refuses a bigint past it, SQLite would turn the sum into a float."""
+    old, new = f"{table}.{column}", f"excluded.{column}"
+    return f"CASE WHEN {old} > {COUNTER_MAX} - {new} THEN {COUNTER_MAX} ELSE {old} + {new} END"
+
+
 def _merge_entity(a: EntityRecord, b: EntityRecord) -> EntityRecord:
     firsts = [d for d in (a.first_seen, b.first_seen) if d is not None]
     lasts = [d for d in (a.last_seen, b.last_seen) if d is not None]
     return EntityRecord(
         name=a.name,
-        frequency=a.frequency + b.frequency,
+        frequency=min(a.frequency + b.frequency, COUNTER_MAX),
         first_seen=min(firsts) if firsts else None,
         last_seen=max(lasts) if lasts else None,
         is_dna=a.is_dna or b.is_dna,
@@ -1267,7 +1311,44 @@ def import_jobs_sweep(*, now: datetime | None = None) -> list[int]:
     stale = ImportJob.objects.filter(
         state__in=[JobState.QUEUED, JobState.RUNNING], heartbeat_at__lt=cutoff
     ).values_list("pk", flat=True)
-    return [job_id for job_id in list(stale) if _job_requeue(job_id=job_id, cutoff=cutoff, now=now)]
+    sent = [job_id for job_id in list(stale) if _job_requeue(job_id=job_id, cutoff=cutoff, now=now)]
+    scratch_orphans_remove(now=now)
+    return sent
+
+
+def scratch_orphans_remove(*, now: datetime | None = None) -> list[str]:
+    """Delete scratch files older than the lease that no queued or running job reads: what a
+    request or worker that died between writing a file and handing it on left behind (every
+    path that lives on deletes its own). Returns the names removed."""
+    from django.conf import settings
+
+    now = now or timezone.now()
+    cutoff = (now - timedelta(seconds=settings.BUNDLE_IMPORT_LEASE_SECONDS)).timestamp()
+    folder = scratch_dir()
+    owned = {
+        os.path.realpath(p)
+        for p in ImportJob.objects.filter(
+            state__in=[JobState.QUEUED, JobState.RUNNING]
+        ).values_list("scratch_path", flat=True)
+        if p
+    }
+    removed = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            try:
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                if entry.stat(follow_symlinks=False).st_mtime >= cutoff:
+                    continue  # still being written, or about to be handed to a job
+                if os.path.realpath(entry.path) in owned:
+                    continue
+                os.unlink(entry.path)
+            except FileNotFoundError:
+                continue
+            removed.append(entry.name)
+    if removed:
+        logger.warning("removed %d orphan import scratch files: %s", len(removed), removed[:20])
+    return removed
 
 
 @transaction.atomic

@@ -59,7 +59,7 @@ def test_it_exports_a_refreshed_source_with_provenance_and_mapped_types(
     chunk = chunks[A]
     assert chunk["memory_type"] == "fact" and chunk["tags"] == ["ops"]
     provenance = chunk["metadata"]["memoryadmin"]
-    assert provenance == {
+    own = {
         "origin": "source",
         "ref": f"source:{source.pk}:a",
         "source_id": source.pk,
@@ -69,6 +69,7 @@ def test_it_exports_a_refreshed_source_with_provenance_and_mapped_types(
         "retrieved_at": provenance["retrieved_at"],
         "stale": False,
     }
+    assert provenance == {**own, "origins": [own]}  # every origin is named, here the one
     assert chunks["Monorepo\n\nSome body text."]["tags"] == ["project"]
     assert chunks["Short answers\n\nSome body text."]["memory_type"] == "preference"
     assert sorted(stream_contents(client)) == sorted(chunks)

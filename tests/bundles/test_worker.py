@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import json
+
 import orjson
 import pytest
 
@@ -56,3 +59,51 @@ def test_it_fails_a_bad_background_import_whole(celery_worker, settings, team, t
     assert body["state"] == "failed"
     assert body["error"]["code"] in ("not-serialisable", "malformed-json"), body
     assert Chunk.objects.filter(team=team).count() == 0
+
+
+def test_it_skips_bad_text_times_and_counters_in_a_background_import(
+    celery_worker, settings, team, token_client
+):
+    """The streamed file reader (bundlefile) meets the same records as the in-memory one."""
+    settings.BUNDLE_SYNC_IMPORT_MAX_BYTES = 64
+    client = token_client(team, ["bundles:import"])
+    big = 2**63 - 1
+    bundle = make_bundle(
+        chunks=[
+            chunk(1, "good one"),
+            chunk(2, "good two"),
+            chunk(3, "bad metadata key", metadata={"a\u0000": 1}),
+            chunk(4, "bad tag", tags=["x\udc80"]),
+            chunk(5, "bad time", created_at="0001-01-01T00:00:00+14:00"),
+        ],
+        edges=[
+            {"chunk_a": 1, "chunk_b": 2, "co_activation_count": big},
+            {"chunk_a": 1, "chunk_b": 2, "co_activation_count": big},
+            {"chunk_a": 2, "chunk_b": 1, "updated_at": "9999-12-31T23:00:00-05:00"},
+        ],
+        entities=[{"name": "often", "frequency": big}, {"name": "often", "frequency": 5}],
+        agents=[{"name": "a\u0000b"}, {"name": "fine"}],
+        mood_states=[{"key": "k", "note": "\ud800"}],
+    )
+    bundle["manifest"].pop("checksum")
+    upload = io.BytesIO(json.dumps(bundle).encode())
+    upload.name = "big.json"
+    response = client.post("/v1/brain/import/file", {"file": upload}, format="multipart")
+    assert response.status_code == 202, response.content
+
+    def finished():
+        body = client.get(response.json()["job"]["url"]).json()
+        return body if body["state"] in ("succeeded", "failed") else None
+
+    body = wait_for(finished, timeout=60)
+    assert body["state"] == "succeeded", body
+    report = body["report"]["report"]
+    assert report["chunks"] == {"inserted": 2, "skipped_duplicate": 0, "skipped_invalid": 3}
+    assert report["memory_edges"] == {"upserted": 2, "skipped": 1}
+    assert report["agents"] == {"upserted": 1} and report["mood_states"] == {"upserted": 0}
+    assert any("largest co_activation_count" in w for w in report["warnings"])
+    assert any("largest frequency" in w for w in report["warnings"])
+    assert sorted(Chunk.objects.filter(team=team).values_list("content", flat=True)) == [
+        "good one",
+        "good two",
+    ]

@@ -16,8 +16,8 @@ import pytest
 from django.test import RequestFactory
 from django.test.client import ClientHandler
 
-from bundles.models import Chunk, Entity, MemoryEdge
-from memoryadmin.models import Scope
+from bundles.models import Agent, Chunk, Entity, L2Session, MemoryEdge, MoodState
+from memoryadmin.models import AuditEvent, Scope
 from tests.bundles.helpers import chunk, embedding, make_bundle
 from tests.corpus.hostile import ZeroStream, deep_json, deep_json_object
 
@@ -241,3 +241,202 @@ def test_it_stops_reading_at_the_limit_when_the_length_is_within_the_slack(
     assert response.status_code == 413, response.content[:300]
     assert taken <= 4 * 1024 * 1024 + 128 * 1024
     assert peak < 4 * 1024 * 1024, f"peak Python allocation {peak}"
+
+
+# ------------------------------------------------------------------- text, times, counters
+# Every string field of every record kind holding NUL or a lone surrogate, every timestamp
+# outside years 1-9999 in UTC, counters past the column: never a 500, never a partial write
+# (the bad record alone is skipped; a bad envelope writes nothing).
+
+MAX_COUNTER = 2**63 - 1
+BAD_TEXT = {"nul": "x\u0000y", "surrogate": "x\udc80y"}
+BAD_TIMES = {
+    "before-year-1": "0001-01-01T00:00:00+14:00",
+    "after-9999": "9999-12-31T23:00:00-05:00",
+}
+GOOD_KEYED = {
+    "l2_sessions": {"id": 1, "summary": "good session"},
+    "mood_states": {"key": "good", "valence": 0.2},
+    "agents": {"name": "good agent", "persona": "terse"},
+}
+BASE_RECORDS: dict[str, dict[str, Any]] = {
+    "chunks": chunk(30, "the record under test", tags=["t"], metadata={"k": {"n": ["v"]}}),
+    "memory_edges": {
+        "chunk_a": 21,
+        "chunk_b": 22,
+        "edge_type": "causal",
+        "weight": 0.3,
+        "co_activation_count": 1,
+        "created_at": "2026-01-01T00:00:00Z",
+        "updated_at": "2026-01-01T00:00:00Z",
+    },
+    "entities": {"name": "bad one", "frequency": 1, "first_seen": "2026-01-01T00:00:00Z"},
+    "l2_sessions": {"id": 2, "summary": "s", "turns": [{"who": "me", "said": "hi"}]},
+    "mood_states": {"key": "bad", "valence": 0.1, "extra": {"deep": ["v"]}},
+    "agents": {"name": "bad agent", "persona": "p", "tools": {"git": "yes"}},
+}
+# Where each record kind holds strings: a top-level field, or a path into nested JSON
+# ("*key" replaces a key there instead of a value).
+STRING_PLACES: dict[str, list[tuple[str, ...]]] = {
+    "chunks": [
+        ("content",),
+        ("content_hash",),
+        ("memory_type",),
+        ("embedding_model",),
+        ("zone",),
+        ("tier",),
+        ("tags", "0"),
+        ("metadata", "k", "n", "0"),
+        ("metadata", "k", "*key"),
+        ("metadata", "*key"),
+    ],
+    "memory_edges": [("edge_type",)],
+    "entities": [("name",)],
+    "l2_sessions": [("summary",), ("turns", "0", "said"), ("turns", "0", "*key"), ("*key",)],
+    "mood_states": [("key",), ("extra", "deep", "0"), ("extra", "*key"), ("*key",)],
+    "agents": [("name",), ("persona",), ("tools", "git"), ("tools", "*key"), ("*key",)],
+}
+TIME_FIELDS = {
+    "chunks": ("created_at", "accessed_at", "valid_until"),
+    "memory_edges": ("created_at", "updated_at"),
+    "entities": ("first_seen", "last_seen"),
+}
+MODELS = {
+    "chunks": Chunk,
+    "memory_edges": MemoryEdge,
+    "entities": Entity,
+    "l2_sessions": L2Session,
+    "mood_states": MoodState,
+    "agents": Agent,
+}
+
+
+def _put(record: dict[str, Any], place: tuple[str, ...], bad: str) -> dict[str, Any]:
+    record = copy.deepcopy(record)
+    target: Any = record
+    for step in place[:-1]:
+        target = target[int(step)] if isinstance(target, list) else target[step]
+    last = place[-1]
+    if last == "*key":
+        target[f"k{bad}"] = "v"
+    elif isinstance(target, list):
+        target[int(last)] = bad
+    else:
+        target[last] = bad
+    return record
+
+
+def _tainted_cases() -> dict[str, tuple[str, dict[str, Any]]]:
+    cases: dict[str, tuple[str, dict[str, Any]]] = {}
+    for section, places in STRING_PLACES.items():
+        for place in places:
+            for name, bad in BAD_TEXT.items():
+                label = f"{section}.{'.'.join(place)}={name}"
+                cases[label] = (section, _put(BASE_RECORDS[section], place, bad))
+    for section, fields in TIME_FIELDS.items():
+        for field_name in fields:
+            for name, value in BAD_TIMES.items():
+                record = {**BASE_RECORDS[section], field_name: value}
+                cases[f"{section}.{field_name}={name}"] = (section, record)
+    for section, field_name in (("memory_edges", "co_activation_count"), ("entities", "frequency")):
+        record = {**BASE_RECORDS[section], field_name: MAX_COUNTER + 1}
+        cases[f"{section}.{field_name}=2^63"] = (section, record)
+    return cases
+
+
+TAINTED = _tainted_cases()
+
+
+def _bundle_with(section: str, bad: dict[str, Any]) -> bytes:
+    """Good records in every section, plus the bad one; no checksum (it is not the point)."""
+    sections: dict[str, list[dict[str, Any]]] = {
+        "chunks": [chunk(21, "good twenty-one"), chunk(22, "good twenty-two")],
+        "memory_edges": [{"chunk_a": 21, "chunk_b": 22, "edge_type": "good"}],
+        "entities": [{"name": "good entity"}],
+        **{name: [record] for name, record in GOOD_KEYED.items()},
+    }
+    sections[section] = [*sections[section], bad]
+    bundle = make_bundle(**sections)
+    bundle["manifest"].pop("checksum")
+    return json.dumps(bundle).encode()  # ensure_ascii: a lone surrogate travels as \udc80
+
+
+def _all_counts(team) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    return {name: model.objects.filter(team=team).count() for name, model in MODELS.items()}
+
+
+@pytest.mark.parametrize("as_file", [False, True], ids=["body", "file"])
+@pytest.mark.parametrize("case", sorted(TAINTED))
+def test_it_skips_just_the_record_with_bad_text_a_bad_time_or_a_counter_past_the_column(
+    importer, team, case, as_file
+):
+    section, bad = TAINTED[case]
+    before = _all_counts(team)
+    response = _post(importer, _bundle_with(section, bad), as_file=as_file)
+    assert response.status_code == 200, response.content[:300]
+    report = response.json()["report"]
+    assert any("skipped" in w for w in report["warnings"]), report["warnings"]
+    after = _all_counts(team)
+    good = {"chunks": 2, "memory_edges": 1, "entities": 1, **dict.fromkeys(GOOD_KEYED, 1)}
+    assert after == {name: before[name] + good[name] for name in MODELS}, case
+    assert _post(importer, b'{"scope": "full"}').status_code < 500  # unrelated: still a 4xx
+    export = importer.post("/v1/brain/export/stream", {"scope": "full"}, format="json")
+    assert export.status_code == 200 and b"".join(export.streaming_content)
+
+
+def _envelope_text_cases() -> dict[str, bytes]:
+    cases: dict[str, bytes] = {}
+    for name, bad in {**BAD_TEXT, **BAD_TIMES}.items():
+        places: list[tuple[str, ...]] = [("manifest", "since")]
+        if name in BAD_TEXT:
+            places += [
+                ("manifest", "checksum"),
+                ("manifest", "tenant_name"),
+                ("manifest", "tenant_plan"),
+                ("manifest", "embedding_model"),
+                ("manifest", "counts", "*key"),
+                ("manifest", "*key"),
+                ("generator",),
+                ("exported_at",),
+                ("*key",),
+            ]
+        for place in places:
+            bundle = make_bundle(chunks=[chunk(40, "must not land")])
+            bundle["manifest"]["counts"] = dict(bundle["manifest"]["counts"])
+            cases[f"{'.'.join(place)}={name}"] = json.dumps(_put(bundle, place, bad)).encode()
+    return cases
+
+
+ENVELOPE_TEXT = _envelope_text_cases()
+
+
+@pytest.mark.parametrize("as_file", [False, True], ids=["body", "file"])
+@pytest.mark.parametrize("case", sorted(ENVELOPE_TEXT))
+def test_it_refuses_an_envelope_with_bad_text_or_a_bad_time_and_writes_nothing(
+    importer, team, case, as_file
+):
+    before = _all_counts(team)
+    response = _post(importer, ENVELOPE_TEXT[case], as_file=as_file)
+    assert response.status_code == 422, response.content[:300]
+    assert response.json()["error"]["code"] in ("field-nul", "field-surrogate", "timestamp-range")
+    assert _all_counts(team) == before
+    assert AuditEvent.objects.filter(team=team, action="bundle.import_failed").exists()
+
+
+@pytest.mark.parametrize("as_file", [False, True], ids=["body", "file"])
+def test_it_saturates_counters_that_would_overflow_the_column(importer, team, as_file):
+    twice = {
+        "memory_edges": [{"chunk_a": 21, "chunk_b": 22, "co_activation_count": MAX_COUNTER}] * 2,
+        "entities": [{"name": "often", "frequency": MAX_COUNTER}] * 2,
+    }
+    bundle = make_bundle(chunks=[chunk(21, "a"), chunk(22, "b")], edges=twice["memory_edges"])
+    bundle["entities"] = twice["entities"]
+    bundle["manifest"].pop("checksum")
+    for _ in range(2):  # within one bundle, then against the stored rows
+        response = _post(importer, json.dumps(bundle).encode(), as_file=as_file)
+        assert response.status_code == 200, response.content[:300]
+        warnings = response.json()["report"]["warnings"]
+        assert any("largest co_activation_count" in w for w in warnings)
+        assert any("largest frequency" in w for w in warnings)
+    assert MemoryEdge.objects.get(team=team).co_activation_count == MAX_COUNTER
+    assert Entity.objects.get(team=team, name="often").frequency == MAX_COUNTER

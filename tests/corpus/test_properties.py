@@ -123,7 +123,12 @@ chunk_records = st.fixed_dictionaries(
         ).filter(str.strip),
         "memory_type": st.sampled_from(["fact", "preference", "episodic", "x_custom"]),
         "importance": st.floats(min_value=0, max_value=1),
-        "tags": st.lists(st.text(max_size=8), max_size=3),
+        "tags": st.lists(  # tags too, since the reader refuses NUL and lone surrogates there
+            st.text(
+                st.characters(exclude_characters="\x00", exclude_categories=("Cs",)), max_size=8
+            ),
+            max_size=3,
+        ),
     }
 )
 
