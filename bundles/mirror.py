@@ -20,8 +20,8 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from bundles import protocol
 from bundles.models import Chunk, ChunkOrigin, OriginKind
+from formats.memoryai import protocol
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import bulk_insert
 from memoryadmin.models import Team

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bundles import mirror, protocol
+from bundles import mirror
+from formats.memoryai import protocol
 
 
 def server_spec(*, max_bytes: int, sync_max_bytes: int) -> dict[str, Any]:

@@ -46,7 +46,8 @@ class Repository(models.Model):
     sync_state = models.CharField(max_length=8, choices=SyncState.choices, default=SyncState.IDLE)
     sync_requested_at = models.DateTimeField(null=True, blank=True)
     sync_started_at = models.DateTimeField(null=True, blank=True)
-    # Reviewer routing (reviews.routing): [{"pattern": str, "reviewers": [username, ...]}].
+    # Reviewer routing (formats.memoryrail.reviewer_rules):
+    # [{"pattern": str, "reviewers": [username, ...]}].
     routing_rules = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 

@@ -9,8 +9,8 @@ from typing import Any
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.utils import timezone
 
+from formats import memoryrail
 from memoryadmin.models import Team
-from reviews import memoryrail
 from reviews.models import (
     TWO_APPROVAL_TYPES,
     Approval,

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from sources import openmemories as om
+from formats import openmemories as om
 from webhooks import netguard
 
 MANIFEST_NAME = "memories.json"

@@ -14,12 +14,12 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from formats import openmemories as om
 from memoryadmin import crypto
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import bulk_insert, json_loads, stream_rows
 from memoryadmin.models import Team
 from sources import fetchers
-from sources import openmemories as om
 from sources.models import (
     CredentialKind,
     Health,

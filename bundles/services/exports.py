@@ -15,7 +15,6 @@ from django.db.models import DateTimeField, JSONField, QuerySet, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from bundles import protocol
 from bundles.mirror import served_q
 from bundles.models import (
     CHUNK_RECORD_COLUMNS,
@@ -27,8 +26,9 @@ from bundles.models import (
     MemoryEdge,
     MoodState,
 )
-from bundles.protocol import SECTIONS
 from bundles.readlog import id_summary
+from formats.memoryai import protocol
+from formats.memoryai.protocol import SECTIONS
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import json_loads, stream_rows
 from memoryadmin.models import Team

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bundles.mirror import chunk_content
-from bundles.protocol import content_hash
+from formats.memoryai.protocol import content_hash
 
 # Front matter field our import writer adds to a proposal it renders from a chunk.
 FRONT_MATTER_KEY = "x-memoryadmin"

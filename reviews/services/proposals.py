@@ -17,8 +17,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from bundles.mirror import chunk_content
-from bundles.protocol import content_hash
-from reviews import memoryrail
+from formats import memoryrail
+from formats.memoryai.protocol import content_hash
 from reviews.git import GitError, PushRejected
 from reviews.models import DecisionItem, DecisionKind, Memory, PushState, Repository
 from reviews.services.content import FRONT_MATTER_KEY, memory_hashes

@@ -6,8 +6,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from formats import memoryrail
 from memoryadmin.audit import Actor, audit_record
-from reviews import memoryrail
 from reviews.git import GitError, PushRejected, WorkingCopy
 from reviews.models import (
     Decision,

@@ -14,12 +14,12 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from formats import memoryrail
 from memoryadmin import crypto
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import bulk_insert
 from memoryadmin.locks import LockBusy
 from memoryadmin.models import Team
-from reviews import memoryrail
 from reviews.git import Credential, GitError, WorkingCopy
 from reviews.models import CredentialKind, Memory, MemoryStatus, Repository, SyncState
 from reviews.services.routing import assignments_refresh

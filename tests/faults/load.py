@@ -550,7 +550,7 @@ def settle(world: World, timeout: float) -> float:
 
 
 def _remote_memories(bare: Path) -> dict[str, Any]:
-    from reviews import memoryrail
+    from formats import memoryrail
     from tests.reviews.conftest import git
 
     folder = memoryrail.MEMORIES_DIR

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from reviews.memoryrail.core import ERROR, WARNING, Memory, check_link, parse_timestamp
+from formats.memoryrail.core import ERROR, WARNING, Memory, check_link, parse_timestamp
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memoryadmin.frontmatter import Document, FrontMatterError, parse
+from formats.frontmatter import Document, FrontMatterError, parse
 
 CONFIG_PATH = ".memoryrail/config.json"
 MEMORIES_DIR = ".memoryrail/memories"
