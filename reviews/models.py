@@ -187,7 +187,7 @@ class DecisionItem(models.Model):
     first_approval = models.ForeignKey(
         "Approval", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    # What text was decided, as the brain hashes it (reviews.services.content): the file's
+    # What text was decided, as the brain hashes it (formats.crosswalk.memory_hashes): the file's
     # title and body, and the imported chunk's own hash when the file records a different
     # one. A pushed rejection keeps an import from proposing the same text again.
     content_hash = models.CharField(max_length=64, blank=True)

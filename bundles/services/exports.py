@@ -15,7 +15,6 @@ from django.db.models import DateTimeField, JSONField, QuerySet, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from bundles.mirror import served_q
 from bundles.models import (
     CHUNK_RECORD_COLUMNS,
     Agent,
@@ -27,6 +26,7 @@ from bundles.models import (
     MoodState,
 )
 from bundles.readlog import id_summary
+from bundles.selectors import served_q
 from formats.memoryai import protocol
 from formats.memoryai.protocol import SECTIONS
 from memoryadmin.audit import Actor, audit_record

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
+from formats.crosswalk import memory_hashes
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import bulk_insert
 from memoryadmin.models import Team
@@ -25,7 +26,6 @@ from reviews.models import (
     PushState,
     ReviewSettings,
 )
-from reviews.services.content import memory_hashes
 from webhooks import events as webhook_events
 from webhooks.services import event_emit
 

@@ -23,6 +23,7 @@ from memoryadmin.models import Team
 from reviews.git import Credential, GitError, WorkingCopy
 from reviews.models import CredentialKind, Memory, MemoryStatus, Repository, SyncState
 from reviews.services.routing import assignments_refresh
+from reviews.signals import repository_indexed
 from webhooks import events as webhook_events
 from webhooks.services import event_emit
 
@@ -403,7 +404,8 @@ def index_store(*, repository: Repository, snapshot: Snapshot) -> Repository:
                 "problems": len(snapshot.problems),
             },
         )
-    _mirror(repository)
+    # The brain holds exactly the active memories of this index (same transaction).
+    repository_indexed.send(sender=Repository, repository=repository, actor=None)
     return repository
 
 
@@ -446,10 +448,3 @@ def _proposal_events(
                 "omitted": len(proposals) - sent,
             },
         )
-
-
-def _mirror(repository: Repository) -> None:
-    """The brain holds exactly the active memories of this index (same transaction)."""
-    from bundles.mirror import brain_mirror_repository
-
-    brain_mirror_repository(repository=repository)

@@ -566,8 +566,8 @@ def check(world: World, summary: dict[str, Any]) -> tuple[list[str], dict[str, A
     """Problems found (empty when all is well) and the final counts with their explanation."""
     from django.db.models import Count
 
-    from bundles.mirror import chunk_content
     from bundles.models import Chunk, ImportJob
+    from formats.crosswalk import chunk_content
     from memoryadmin.models import AuditEvent
     from reviews.models import Decision, PushState
     from reviews.services.push import TRAILER
