@@ -8,7 +8,7 @@ from celery import Celery
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
 
-app = Celery("memoryadmin")
+app = Celery("memoryadmin", task_cls="memoryadmin.taskbase:MemoryadminTask")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
