@@ -407,7 +407,7 @@ def source_refresh(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
 
 def source_baseline(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
     """Read the same files and parse their front matter with the strict reader alone."""
-    from memoryadmin import frontmatter
+    from formats import frontmatter
 
     root = Path(args["path"])
     with probe():
@@ -447,7 +447,7 @@ def review_index(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
 
 def index_baseline(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
     """git clone of the remote, then read and parse every memory with the strict reader."""
-    from memoryadmin import frontmatter
+    from formats import frontmatter
 
     target = Path(tempfile.mkdtemp(prefix="bench-clone-")) / "copy"
     try:

@@ -1,10 +1,12 @@
-"""The §4 paths exactly as the spec writes them; no trailing slash (a redirect drops a POST)."""
+"""The §4 paths exactly as the spec writes them (no trailing slash: a redirect drops a POST),
+and the agents' context list at /api/context/."""
 
 from __future__ import annotations
 
 from django.urls import path
 
 from bundles import api
+from bundles.api import context
 
 urlpatterns = [
     path("v1/brain/export", api.ExportView.as_view(), name="bundle-export"),
@@ -15,4 +17,5 @@ urlpatterns = [
         "v1/brain/import/jobs/<int:job_id>", api.ImportJobView.as_view(), name="bundle-import-job"
     ),
     path("v1/spec", api.SpecView.as_view(), name="bundle-spec"),
+    path("api/context/", context.ContextView.as_view(), name="api-context"),
 ]

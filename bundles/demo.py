@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bundles import protocol
 from bundles.models import Chunk
 from bundles.services import bundle_import
+from formats.memoryai import protocol
 from memoryadmin.audit import Actor
 from memoryadmin.models import Team
 

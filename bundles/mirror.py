@@ -17,46 +17,25 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from bundles import protocol
 from bundles.models import Chunk, ChunkOrigin, OriginKind
+from formats.crosswalk import MEMORY_TYPES, SOURCE_TYPES, chunk_content
+from formats.memoryai import protocol
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import bulk_insert
 from memoryadmin.models import Team
+from reviews.selectors import memory_pinned, memory_provenance, memory_tags
 
 if TYPE_CHECKING:
-    from reviews.models import Memory, Repository
+    from reviews.models import Repository
     from sources.models import Source
 
 logger = logging.getLogger(__name__)
 
 PROVENANCE_KEY = "memoryadmin"
 LOOKUP_BATCH = 500
-
-# OpenMemories kind -> (memory_type, extra tags)
-SOURCE_TYPES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "preference": ("preference", ()),
-    "procedure": ("procedure", ()),
-    "fact": ("fact", ()),
-    "project": ("fact", ("project",)),
-}
-# MemoryRail type -> (memory_type, zone, extra tags)
-MEMORY_TYPES: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "decision": ("decision", "standard", ()),
-    "constraint": ("x_constraint", "critical", ()),
-    "gotcha": ("pitfall", "standard", ()),
-    "attempt": ("pitfall", "standard", ("attempt",)),
-    "thread": ("goal", "standard", ()),
-    "session": ("episodic", "standard", ()),
-}
-
-
-def chunk_content(title: str, body: str) -> str:
-    """Title, a blank line, the body (both trimmed); the title alone when there is no body."""
-    title, body = title.strip(), body.strip()
-    return f"{title}\n\n{body}" if body else title
 
 
 @dataclass(frozen=True)
@@ -105,27 +84,6 @@ class MirrorResult:
         }
 
 
-# ----------------------------------------------------------------------------- served
-
-
-def active_origins(pk: str = "pk", now: datetime | None = None) -> QuerySet[ChunkOrigin]:
-    now = now or timezone.now()
-    return ChunkOrigin.objects.filter(chunk_id=OuterRef(pk), active=True).filter(
-        Q(expires_at__isnull=True) | Q(expires_at__gt=now)
-    )
-
-
-def served_q(*, pk: str = "pk", prefix: str = "", now: datetime | None = None) -> Q:
-    """Not deleted, and standalone or backed by an active mirror origin (one indexed EXISTS)."""
-    return Q(**{f"{prefix}is_deleted": False}) & (
-        Q(**{f"{prefix}standalone": True}) | Exists(active_origins(pk, now))
-    )
-
-
-def served_chunks(team: Team, now: datetime | None = None) -> QuerySet[Chunk]:
-    return Chunk.objects.filter(team=team).filter(served_q(now=now))
-
-
 # ----------------------------------------------------------------------------- desired sets
 
 
@@ -172,53 +130,6 @@ def source_wanted(source: Source, now: datetime | None = None) -> list[Mirrored]
             )
         )
     return wanted
-
-
-def memory_provenance(repository: Repository, memories: Iterable[Memory]) -> dict[str, Any]:
-    """memory id -> {commit, approved_by, approval}: the latest pushed approval, else the
-    commit that added the file (a memory committed as active needs no review)."""
-    from reviews.models import DecisionItem, DecisionKind, PushState
-
-    memories = list(memories)
-    approvals: dict[str, tuple[str, str]] = {}
-    keys = [m.memory_id for m in memories]
-    for start in range(0, len(keys), LOOKUP_BATCH):
-        rows = (
-            DecisionItem.objects.filter(
-                decision__repository=repository,
-                decision__kind=DecisionKind.APPROVE,
-                decision__state=PushState.PUSHED,
-                memory_key__in=keys[start : start + LOOKUP_BATCH],
-            )
-            .order_by("decision_id")
-            .values_list("memory_key", "decision__actor_label", "decision__commit_sha")
-        )
-        for key, label, sha in rows:
-            approvals[key] = (label, sha)
-    result = {}
-    for memory in memories:
-        if memory.memory_id in approvals:
-            label, sha = approvals[memory.memory_id]
-            result[memory.memory_id] = {"commit": sha, "approved_by": label, "approval": "review"}
-        else:
-            result[memory.memory_id] = {
-                "commit": memory.added_commit,
-                "approved_by": memory.author_name,
-                "approval": "commit",
-            }
-    return result
-
-
-def memory_pinned(memory: Memory) -> bool:
-    pinned = memory.front_matter.get("pinned", False)
-    return pinned is True or (isinstance(pinned, str) and pinned.lower() == "true")
-
-
-def memory_tags(memory: Memory) -> list[str]:
-    tags = memory.front_matter.get("tags") or []
-    if not isinstance(tags, list):
-        tags = [tags]
-    return [str(t) for t in tags if isinstance(t, str | int | float)][: protocol.MAX_TAGS - 1]
 
 
 def repository_wanted(repository: Repository) -> list[Mirrored]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from reviews.memoryrail import RULES, scan_text
+from formats.memoryrail import RULES, scan_text
 
 _PATTERNS = dict(RULES)
 SCAN_CHARS = 200_000  # like the prompt-injection check, only the head of a huge chunk

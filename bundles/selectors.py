@@ -23,8 +23,8 @@ from django.db.models import (
 )
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
+from django.utils import timezone
 
-from bundles.mirror import active_origins, served_chunks
 from bundles.models import (
     Agent,
     Chunk,
@@ -39,6 +39,34 @@ from bundles.readlog import id_in_summary
 from bundles.secrets import mask_secrets
 from memoryadmin.models import AuditEvent, Team
 from sources.models import Source
+
+# ----------------------------------------------------------------------------- served
+
+
+def active_origins(pk: str = "pk", now: datetime | None = None) -> QuerySet[ChunkOrigin]:
+    now = now or timezone.now()
+    return ChunkOrigin.objects.filter(chunk_id=OuterRef(pk), active=True).filter(
+        Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+    )
+
+
+def served_q(*, pk: str = "pk", prefix: str = "", now: datetime | None = None) -> Q:
+    """Not deleted, and standalone or backed by an active mirror origin (one indexed EXISTS)."""
+    return Q(**{f"{prefix}is_deleted": False}) & (
+        Q(**{f"{prefix}standalone": True}) | Exists(active_origins(pk, now))
+    )
+
+
+def served_chunks(team: Team, now: datetime | None = None) -> QuerySet[Chunk]:
+    return Chunk.objects.filter(team=team).filter(served_q(now=now))
+
+
+def source_chunk_count(source: Source) -> int:
+    """Chunks the source backs now (what deleting it withdraws from the brain)."""
+    return ChunkOrigin.objects.filter(
+        team_id=source.team_id, group=f"source:{source.pk}", active=True
+    ).count()
+
 
 BUNDLE_ACTIONS = (
     "bundle.import",

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bundles import mirror, protocol
+from bundles import mirror
+from formats import crosswalk
+from formats.memoryai import protocol
 
 
 def server_spec(*, max_bytes: int, sync_max_bytes: int) -> dict[str, Any]:
@@ -47,11 +49,11 @@ def server_spec(*, max_bytes: int, sync_max_bytes: int) -> dict[str, Any]:
             "type_mapping": {
                 "openmemories": {
                     kind: {"memory_type": t, "tags": list(tags)}
-                    for kind, (t, tags) in mirror.SOURCE_TYPES.items()
+                    for kind, (t, tags) in crosswalk.SOURCE_TYPES.items()
                 },
                 "memoryrail": {
                     kind: {"memory_type": t, "zone": zone, "tags": list(tags)}
-                    for kind, (t, zone, tags) in mirror.MEMORY_TYPES.items()
+                    for kind, (t, zone, tags) in crosswalk.MEMORY_TYPES.items()
                 },
                 "pinned": "MemoryRail pinned: true -> is_pinned true",
             },

@@ -10,7 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from bundles import protocol, selectors
+from bundles import selectors
 from bundles.api import parse_bundle
 from bundles.models import ImportJob
 from bundles.services import (
@@ -24,6 +24,7 @@ from bundles.services import (
 from bundles.services.imports import job_progress
 from bundles.services.proposals import ProposeTargetError, propose_target
 from bundles.uploads import new_scratch_file
+from formats.memoryai import protocol
 from memoryadmin.api_errors import ApiError
 from memoryadmin.audit import Actor
 from memoryadmin.permissions import Action, user_can

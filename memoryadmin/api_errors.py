@@ -5,11 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+
+from formats.memoryai.protocol import BundleError
+from memoryadmin.errors import Conflict
 
 DEFAULT_CODES = {
     400: "bad-request",
@@ -109,9 +113,24 @@ def _first_code(codes: Any) -> str | None:
     return None
 
 
+def _domain_error(exc: Exception) -> Response | None:
+    """The one table from domain errors to statuses (services raise these, views don't catch)."""
+    if isinstance(exc, BundleError):
+        return error_response(422, exc.code, exc.message, {"path": exc.path} if exc.path else None)
+    if isinstance(exc, DjangoValidationError):
+        status_code = 409 if isinstance(exc, Conflict) else 400
+        code = getattr(exc, "code", None) or ("conflict" if status_code == 409 else "invalid")
+        details = exc.message_dict if hasattr(exc, "error_dict") else exc.messages
+        return error_response(status_code, code, exc.messages[0], details)
+    return None
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ApiError):
         return error_response(exc.status_code, exc.error_code, str(exc.detail), exc.details)
+    domain = _domain_error(exc)
+    if domain is not None:
+        return domain
     if isinstance(exc, Http404):
         exc = exceptions.NotFound(str(exc) or "Not found.")
     elif isinstance(exc, DjangoPermissionDenied):

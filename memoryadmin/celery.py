@@ -59,7 +59,7 @@ def task_route(name: str, args: Any, kwargs: Any, options: Any, task: Any = None
     return {"queue": f"{app.conf.task_default_queue}.{suffix}"}
 
 
-app = Celery("memoryadmin")
+app = Celery("memoryadmin", task_cls="memoryadmin.taskbase:MemoryadminTask")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
+from formats import memoryrail
 from memoryadmin.audit import Actor
 from memoryadmin.models import Team
-from reviews import memoryrail
 from reviews.models import Repository
 from reviews.services import repository_create, repository_sync
 

@@ -6,8 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from formats.memoryrail.secrets import secrets_mask_field
 from memoryadmin.models import ApiToken, Team
-from reviews.memoryrail.secrets import secrets_mask_field
 
 
 class CredentialKind(models.TextChoices):
@@ -47,7 +47,8 @@ class Repository(models.Model):
     sync_state = models.CharField(max_length=8, choices=SyncState.choices, default=SyncState.IDLE)
     sync_requested_at = models.DateTimeField(null=True, blank=True)
     sync_started_at = models.DateTimeField(null=True, blank=True)
-    # Reviewer routing (reviews.routing): [{"pattern": str, "reviewers": [username, ...]}].
+    # Reviewer routing (formats.memoryrail.reviewer_rules):
+    # [{"pattern": str, "reviewers": [username, ...]}].
     routing_rules = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -187,7 +188,7 @@ class DecisionItem(models.Model):
     first_approval = models.ForeignKey(
         "Approval", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    # What text was decided, as the brain hashes it (reviews.services.content): the file's
+    # What text was decided, as the brain hashes it (formats.crosswalk.memory_hashes): the file's
     # title and body, and the imported chunk's own hash when the file records a different
     # one. A pushed rejection keeps an import from proposing the same text again.
     content_hash = models.CharField(max_length=64, blank=True)

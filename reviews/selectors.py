@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.utils import timezone
 
+from formats import memoryrail
+from formats.memoryai.protocol import MAX_TAGS
 from memoryadmin.models import Team
-from reviews import memoryrail
 from reviews.models import (
     TWO_APPROVAL_TYPES,
     Approval,
     Decision,
     DecisionItem,
+    DecisionKind,
     Memory,
     MemoryStatus,
     PushState,
@@ -232,3 +235,53 @@ def dashboard_summary(team: Team) -> dict[str, Any]:
             for start, counts in weeks.items()
         ],
     }
+
+
+# ----------------------------------------------------------------------------- provenance
+
+LOOKUP_BATCH = 500
+
+
+def memory_provenance(repository: Repository, memories: Iterable[Memory]) -> dict[str, Any]:
+    """memory id -> {commit, approved_by, approval}: the latest pushed approval, else the
+    commit that added the file (a memory committed as active needs no review)."""
+    memories = list(memories)
+    approvals: dict[str, tuple[str, str]] = {}
+    keys = [m.memory_id for m in memories]
+    for start in range(0, len(keys), LOOKUP_BATCH):
+        rows = (
+            DecisionItem.objects.filter(
+                decision__repository=repository,
+                decision__kind=DecisionKind.APPROVE,
+                decision__state=PushState.PUSHED,
+                memory_key__in=keys[start : start + LOOKUP_BATCH],
+            )
+            .order_by("decision_id")
+            .values_list("memory_key", "decision__actor_label", "decision__commit_sha")
+        )
+        for key, label, sha in rows:
+            approvals[key] = (label, sha)
+    result = {}
+    for memory in memories:
+        if memory.memory_id in approvals:
+            label, sha = approvals[memory.memory_id]
+            result[memory.memory_id] = {"commit": sha, "approved_by": label, "approval": "review"}
+        else:
+            result[memory.memory_id] = {
+                "commit": memory.added_commit,
+                "approved_by": memory.author_name,
+                "approval": "commit",
+            }
+    return result
+
+
+def memory_pinned(memory: Memory) -> bool:
+    pinned = memory.front_matter.get("pinned", False)
+    return pinned is True or (isinstance(pinned, str) and pinned.lower() == "true")
+
+
+def memory_tags(memory: Memory) -> list[str]:
+    tags = memory.front_matter.get("tags") or []
+    if not isinstance(tags, list):
+        tags = [tags]
+    return [str(t) for t in tags if isinstance(t, str | int | float)][: MAX_TAGS - 1]

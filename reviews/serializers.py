@@ -3,7 +3,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from reviews.memoryrail.secrets import secrets_masked
+from formats.memoryrail.secrets import secrets_masked
 from reviews.models import Approval, Decision, Memory, Repository
 from reviews.services.content import masked_title, memory_text, problems_masked, stale_masked
 

@@ -11,11 +11,14 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
+from formats import memoryrail
+from formats.memoryrail import reviewer_rules as routing
+from formats.memoryrail.secrets import secrets_masked
 from memoryadmin.audit import Actor
 from memoryadmin.models import Team
 from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import form_add_errors, team_view
-from reviews import memoryrail, routing, selectors, services
+from reviews import selectors, services
 from reviews.forms import (
     BatchForm,
     DecisionForm,
@@ -24,7 +27,6 @@ from reviews.forms import (
     ReviewSettingsForm,
     RoutingForm,
 )
-from reviews.memoryrail.secrets import secrets_masked
 from reviews.models import Decision, Memory, Repository, SyncState
 from reviews.rendering import render_markdown
 from reviews.services.content import masked_title, memory_text, problems_masked, stale_masked

@@ -17,5 +17,4 @@ urlpatterns = [
         api.SourceLatestRunView.as_view(),
         name="api-source-latest-run",
     ),
-    path("context/", api.ContextView.as_view(), name="api-context"),
 ]

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from sources import openmemories as om
+from formats import openmemories as om
 from webhooks import netguard
 from webhooks.deadline import DeadlineClock, DeadlinePassed, deadline_client
 

@@ -204,32 +204,3 @@ class ContextRecordSerializer(serializers.ModelSerializer):
     @extend_schema_field(serializers.BooleanField())
     def get_stale(self, record: Record) -> bool:
         return record.source.health == "stale"
-
-
-def context_memory(memory: Any, provenance: dict[str, Any]) -> dict[str, Any]:
-    """A repository memory in the context list (GET /api/context/?include=repositories)."""
-    from bundles.mirror import memory_pinned, memory_tags
-
-    return {
-        "origin": "repository",
-        "ref": f"repository:{memory.repository_id}:{memory.memory_id}",
-        "pinned": memory_pinned(memory),
-        "repository": memory.repository.name,
-        "repository_id": memory.repository_id,
-        "id": memory.memory_id,
-        "memory_ref": memory.ref,
-        "type": memory.type,
-        "status": memory.status,
-        "title": memory.title,
-        "body": memory.body,
-        "tags": memory_tags(memory),
-        "created": memory.created,
-        "updated": memory.updated,
-        "provenance": {
-            "repository": memory.repository.name,
-            "repository_id": memory.repository_id,
-            "memory_id": memory.memory_id,
-            "path": memory.path,
-            **provenance,
-        },
-    }

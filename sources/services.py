@@ -16,12 +16,12 @@ from django.core.exceptions import ValidationError
 from django.db import OperationalError, transaction
 from django.utils import timezone
 
+from formats import openmemories as om
 from memoryadmin import crypto
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import bulk_insert, json_loads, stream_rows
 from memoryadmin.models import Team
 from sources import fetchers
-from sources import openmemories as om
 from sources.models import (
     CredentialKind,
     Health,
@@ -36,6 +36,7 @@ from sources.models import (
     SourceKind,
     SourceState,
 )
+from sources.signals import source_served_changed
 from webhooks import events as webhook_events
 from webhooks.services import event_emit
 
@@ -117,11 +118,9 @@ def scrub(text: str, credential: fetchers.Credential) -> str:
     return text
 
 
-def _mirror(source: Source, actor: Actor | None = None) -> None:
-    """Keep the team's brain equal to what the source serves (same transaction)."""
-    from bundles.mirror import brain_mirror_source
-
-    brain_mirror_source(source=source, actor=actor)
+def _announce(source: Source, actor: Actor | None = None) -> None:
+    """What the source serves changed: the brain mirrors it in this transaction."""
+    source_served_changed.send(sender=Source, source=source, actor=actor)
 
 
 # ----------------------------------------------------------------------------- local folders
@@ -247,7 +246,7 @@ def source_approve(*, actor: Actor, source: Source) -> Source:
         summary=f"Approved source {source.label}",
         data={"identity": source.identity},
     )
-    _mirror(source, actor)
+    _announce(source, actor)
     source_refresh_request(actor=actor, source=source, trigger="approve")
     return source
 
@@ -268,7 +267,7 @@ def source_disable(*, actor: Actor, source: Source) -> Source:
         summary=f"Disabled source {source.label}",
         data={"identity": source.identity, "previous_state": previous},
     )
-    _mirror(source, actor)
+    _announce(source, actor)
     return source
 
 
@@ -335,7 +334,7 @@ def source_delete(*, actor: Actor, source: Source) -> dict[str, int]:
         "runs": RefreshRun.objects.filter(source_id=pk).count(),
     }
     source.state = SourceState.DISABLED  # what the mirror withdraws; the row goes next
-    _mirror(source, actor)
+    _announce(source, actor)
     source.delete()
     audit_record(
         actor=actor,
@@ -382,32 +381,6 @@ def source_refresh_request(*, actor: Actor, source: Source, trigger: str = "manu
 
     transaction.on_commit(enqueue)
     return run
-
-
-@transaction.atomic
-def context_read_record(
-    *,
-    actor: Actor,
-    team: Team,
-    refs: list[str],
-    total: int,
-    scopes: list[str],
-    include: list[str],
-    offset: int = 0,
-) -> None:
-    """The read log: which token read which context items (refs, never content)."""
-    from bundles.readlog import refs_summary
-
-    summary = refs_summary(refs)
-    audit_record(
-        actor=actor,
-        action="context.read",
-        team=team,
-        target_type="sources.context",
-        target_id=team.pk,
-        summary=f"Read {summary['count']} context items (of {total})",
-        data={"scopes": scopes, "include": include, "offset": offset, "total": total, **summary},
-    )
 
 
 # ----------------------------------------------------------------------------- refresh
@@ -692,7 +665,7 @@ def _refresh_failed(
         data={"run": run.pk, "outcome": status, "code": code},
     )
     _health_change(source, previous, code)
-    _mirror(source)
+    _announce(source)
     logger.warning("source %s refresh %s: %s", source.pk, status, code)
     return run
 
@@ -788,7 +761,7 @@ def _refresh_succeeded(
     )
     _health_change(source, previous, "refresh succeeded")
     if not mirror_current:
-        _mirror(source)
+        _announce(source)
     return run
 
 

@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
+from bundles import selectors as brain_selectors
 from memoryadmin.audit import Actor
 from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import form_add_errors, team_view
@@ -195,7 +196,13 @@ def source_delete(request: HttpRequest, source_id: int) -> HttpResponse:
     return render(
         request,
         "sources/source_delete.html",
-        {"source": source, "preview": selectors.source_delete_preview(source)},
+        {
+            "source": source,
+            "preview": {
+                **selectors.source_delete_preview(source),
+                "chunks": brain_selectors.source_chunk_count(source),
+            },
+        },
     )
 
 

@@ -10,8 +10,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from bundles import protocol
 from bundles.models import BrainSettings, Chunk, Origin
+from formats.memoryai import protocol
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Team
 

@@ -28,8 +28,7 @@ from django.db.models import (
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from bundles import protocol
-from bundles.mirror import PROVENANCE_KEY, active_origins, served_q
+from bundles.mirror import PROVENANCE_KEY
 from bundles.models import (
     CHUNK_RECORD_COLUMNS,
     Agent,
@@ -40,8 +39,10 @@ from bundles.models import (
     MemoryEdge,
     MoodState,
 )
-from bundles.protocol import SECTIONS
 from bundles.readlog import id_summary
+from bundles.selectors import active_origins, served_q
+from formats.memoryai import protocol
+from formats.memoryai.protocol import SECTIONS
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import json_loads, stream_rows
 from memoryadmin.models import Team
@@ -89,7 +90,7 @@ def _querysets(
 ) -> dict[str, QuerySet]:
     """What each scope exports. Edges only when both ends are exported chunks.
 
-    Chunks are the *served* ones (bundles.mirror.served_q): not deleted, and imported/entered
+    Chunks are the *served* ones (bundles.selectors.served_q): not deleted, and imported/entered
     or backed by an active mirror origin (one indexed EXISTS per chunk).
     """
     now = now or timezone.now()

@@ -22,8 +22,6 @@ from django.core.cache import cache
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from bundles import protocol
-from bundles.bundlefile import BundleFile
 from bundles.mirror import PROVENANCE_KEY
 from bundles.models import (
     CHUNK_RECORD_COLUMNS,
@@ -38,8 +36,10 @@ from bundles.models import (
     MoodState,
     Origin,
 )
-from bundles.protocol import SECTIONS, BundleError, ChunkRecord, EdgeRecord, EntityRecord
 from bundles.secrets import chunk_secret_findings, describe_findings
+from formats.memoryai import protocol
+from formats.memoryai.protocol import SECTIONS, BundleError, ChunkRecord, EdgeRecord, EntityRecord
+from formats.memoryai.reader import BundleFile
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import copy_rows, json_loads
 from memoryadmin.models import Team
@@ -981,7 +981,7 @@ def bundle_import(
     return result
 
 
-# -- files: one streamed pass (bundles.bundlefile) -------------------------------------------
+# -- files: one streamed pass (formats.memoryai.reader) -------------------------------------------
 
 
 _ENVELOPE_KEYS = frozenset({"format", "version", "manifest"})

@@ -20,9 +20,9 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from bundles import protocol
 from bundles.models import BrainSettings, Chunk, ChunkOrigin, MemoryEdge
 from bundles.readlog import id_summary
+from formats.memoryai import protocol
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Team
 

@@ -8,7 +8,7 @@ BATCH = 500
 
 
 def _text_hash(title: str, body: str) -> str:
-    """bundles.mirror.chunk_content + bundles.protocol.content_hash, frozen for this migration."""
+    """bundles.mirror.chunk_content + formats.memoryai.protocol.content_hash, frozen for this migration."""
     title, body = title.strip(), body.strip()
     text = f"{title}\n\n{body}" if body else title
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

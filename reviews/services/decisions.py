@@ -11,11 +11,12 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
+from formats import memoryrail
+from formats.crosswalk import memory_hashes
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import bulk_insert
 from memoryadmin.models import Team
 from memoryadmin.permissions import Action, user_can
-from reviews import memoryrail
 from reviews.models import (
     TWO_APPROVAL_TYPES,
     Approval,
@@ -27,7 +28,7 @@ from reviews.models import (
     PushState,
     ReviewSettings,
 )
-from reviews.services.content import masked_title, memory_hashes
+from reviews.services.content import masked_title
 from webhooks import events as webhook_events
 from webhooks.services import event_emit
 

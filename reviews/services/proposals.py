@@ -16,42 +16,23 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
-from bundles.mirror import chunk_content
-from bundles.protocol import content_hash
-from reviews import memoryrail
+from formats import memoryrail
+from formats.crosswalk import (
+    FRONT_MATTER_KEY,
+    chunk_content,
+    memory_hashes,
+    memoryrail_type,
+    split_content,
+)
+from formats.memoryai.protocol import content_hash
 from reviews.git import GitError, PushRejected
 from reviews.models import DecisionItem, DecisionKind, Memory, PushState, Repository
-from reviews.services.content import FRONT_MATTER_KEY, memory_hashes
 from reviews.services.decisions import bot_identity
 from reviews.services.push import MAX_REJECTED_PUSHES
 from reviews.services.repositories import index_store, read_snapshot, working_copy
 
-MAX_TITLE = 200
 TRAILER = "Memoryadmin-Proposal"
 LOOKUP_BATCH = 500
-
-# MemoryAI memory_type -> MemoryRail type (the mirror's mapping read backwards).
-REVERSE_TYPES = {
-    "decision": "decision",
-    "x_constraint": "constraint",
-    "pitfall": "gotcha",
-    "goal": "thread",
-    "episodic": "session",
-}
-
-
-def memoryrail_type(memory_type: str, tags: list[str]) -> tuple[str, list[str]]:
-    """The MemoryRail type for a DNA chunk, and its tags.
-
-    `pitfall` tagged `attempt` is an attempt. preference/procedure/identity (and any chunk
-    that is DNA by zone or pin) are rules to follow: `constraint`, tagged with the original
-    type so nothing is lost.
-    """
-    if memory_type == "pitfall" and "attempt" in tags:
-        return "attempt", [t for t in tags if t != "attempt"]
-    if memory_type in REVERSE_TYPES:
-        return REVERSE_TYPES[memory_type], list(tags)
-    return "constraint", [*tags, memory_type] if memory_type not in tags else list(tags)
 
 
 @dataclass(frozen=True)
@@ -94,16 +75,6 @@ class DraftResult:
 def _slug(text: str) -> str:
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
     return re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")[:40].strip("-") or "memory"
-
-
-def split_content(content: str) -> tuple[str, str]:
-    """First non-empty line is the title (at most MAX_TITLE characters), the rest the body."""
-    text = content.strip()
-    first, _, rest = text.partition("\n")
-    first = first.strip()
-    if len(first) > MAX_TITLE:
-        return first[: MAX_TITLE - 1].rstrip() + "…", text
-    return first, rest.strip()
 
 
 def _known(repository: Repository) -> tuple[set[str], set[str]]:

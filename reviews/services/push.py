@@ -6,10 +6,10 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from formats import memoryrail
+from formats.memoryrail.secrets import secrets_masked
 from memoryadmin.audit import Actor, audit_record
-from reviews import memoryrail
 from reviews.git import GitError, PushRejected, WorkingCopy
-from reviews.memoryrail.secrets import secrets_masked
 from reviews.models import (
     Decision,
     DecisionItem,

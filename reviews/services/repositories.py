@@ -12,16 +12,17 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from formats import memoryrail
+from formats.memoryrail.secrets import secrets_mask_field
 from memoryadmin import crypto
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import bulk_insert
 from memoryadmin.locks import LockBusy
 from memoryadmin.models import Team
-from reviews import memoryrail
 from reviews.git import Credential, GitError, RemotePolicy, WorkingCopy
-from reviews.memoryrail.secrets import secrets_mask_field
 from reviews.models import CredentialKind, Memory, MemoryStatus, Repository, SyncState
 from reviews.services.routing import assignments_refresh
+from reviews.signals import repository_indexed
 from webhooks import events as webhook_events
 from webhooks import netguard
 from webhooks.services import event_emit
@@ -401,7 +402,8 @@ def index_store(*, repository: Repository, snapshot: Snapshot) -> Repository:
                 "problems": len(snapshot.problems),
             },
         )
-    _mirror(repository)
+    # The brain holds exactly the active memories of this index (same transaction).
+    repository_indexed.send(sender=Repository, repository=repository, actor=None)
     return repository
 
 
@@ -444,10 +446,3 @@ def _proposal_events(
                 "omitted": len(proposals) - sent,
             },
         )
-
-
-def _mirror(repository: Repository) -> None:
-    """The brain holds exactly the active memories of this index (same transaction)."""
-    from bundles.mirror import brain_mirror_repository
-
-    brain_mirror_repository(repository=repository)

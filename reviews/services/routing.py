@@ -7,10 +7,10 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from formats.memoryrail import reviewer_rules as routing
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Membership, Role, Team
 from memoryadmin.permissions import Action, user_can
-from reviews import routing
 from reviews.models import Memory, MemoryStatus, Repository, ReviewSettings
 
 REVIEWING_ROLES = (Role.ADMIN, Role.REVIEWER)

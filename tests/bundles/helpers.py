@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from bundles import protocol
+from formats.memoryai import protocol
 
 
 def embedding(values: list[float]) -> str:

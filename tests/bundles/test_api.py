@@ -7,8 +7,8 @@ import io
 import orjson
 import pytest
 
-from bundles import protocol
 from bundles.models import BrainSettings, Chunk, Entity, MemoryEdge
+from formats.memoryai import protocol
 from memoryadmin.models import AuditEvent
 from tests.bundles.helpers import chunk, embedding, make_bundle, response_json, sample_bundle
 

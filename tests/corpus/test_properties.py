@@ -15,10 +15,10 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bundles import protocol
-from reviews import memoryrail
-from reviews.memoryrail.core import ConfigError
-from sources import openmemories as om
+from formats import memoryrail
+from formats import openmemories as om
+from formats.memoryai import protocol
+from formats.memoryrail.core import ConfigError
 
 YAMLISH = st.sampled_from(
     [

@@ -552,7 +552,7 @@ def settle(world: World, timeout: float) -> float:
 
 
 def _remote_memories(bare: Path) -> dict[str, Any]:
-    from reviews import memoryrail
+    from formats import memoryrail
     from tests.reviews.conftest import git
 
     folder = memoryrail.MEMORIES_DIR
@@ -568,8 +568,8 @@ def check(world: World, summary: dict[str, Any]) -> tuple[list[str], dict[str, A
     """Problems found (empty when all is well) and the final counts with their explanation."""
     from django.db.models import Count
 
-    from bundles.mirror import chunk_content
     from bundles.models import Chunk, ImportJob
+    from formats.crosswalk import chunk_content
     from memoryadmin.models import AuditEvent
     from reviews.models import Decision, PushState
     from reviews.services.push import TRAILER

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memoryadmin.frontmatter import MAX_DEPTH, Document, FrontMatterError, parse, split
+from formats.frontmatter import MAX_DEPTH, Document, FrontMatterError, parse, split
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -238,22 +236,6 @@ def test_it_honours_a_smaller_size_limit():
 
 def test_it_splits_without_parsing():
     assert split("---\na: 1\n---\nbody") == ("a: 1\n", "body", 4)
-
-
-def test_it_imports_no_django():
-    # Load the file alone: the memoryadmin package itself starts Celery, which touches Django.
-    code = (
-        "import importlib.util, sys\n"
-        "spec = importlib.util.spec_from_file_location('fm', 'memoryadmin/frontmatter.py')\n"
-        "module = sys.modules['fm'] = importlib.util.module_from_spec(spec)\n"
-        "spec.loader.exec_module(module)\n"
-        "module.parse('---\\na: 1\\n---\\n')\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'memoryadmin')))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
-    )
-    assert result.stdout.strip() == "[]"
 
 
 # --- properties --------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memoryadmin.frontmatter import FrontMatterError, parse
+from formats.frontmatter import FrontMatterError, parse
 
 REFUSED = [
     ("raw NUL in a value", b'---\na: 1\nb: "x\x00y"\n---\n', "nul-byte", 3),

@@ -16,10 +16,11 @@ from django.urls import reverse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from formats import memoryrail
+from formats.memoryrail.secrets import secrets_mask, secrets_mask_front_matter
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent, Role
-from reviews import memoryrail, services
-from reviews.memoryrail.secrets import secrets_mask, secrets_mask_front_matter
+from reviews import services
 from reviews.models import Decision, Memory, PushState, Repository, ReviewSettings
 from tests.conftest import wait_for
 from tests.reviews.conftest import M, Remote, git, memory_text

@@ -8,9 +8,10 @@ import pytest
 from django.core.exceptions import PermissionDenied
 from django.db import connection
 
+from formats import memoryrail
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent
-from reviews import memoryrail, services
+from reviews import services
 from reviews.git import LockNotHeld
 from reviews.models import Decision, Memory, PushState
 from tests.reviews.conftest import M, memory_text

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reviews import routing
+from formats.memoryrail import reviewer_rules as routing
 
 
 def test_it_parses_rules_and_skips_comments_and_blank_lines():

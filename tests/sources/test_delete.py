@@ -6,8 +6,8 @@ from __future__ import annotations
 from django.db import connection
 from django.urls import reverse
 
-from bundles.mirror import served_chunks
 from bundles.models import Chunk
+from bundles.selectors import served_chunks
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent
 from sources import selectors, services

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from reviews import memoryrail
+from formats import memoryrail
 
 
 def _last_commit_time(root: Path):  # type: ignore[no-untyped-def]

@@ -7,8 +7,8 @@ import base64
 import orjson
 import pytest
 
-from bundles import protocol
 from bundles.models import Chunk, MemoryEdge
+from formats.memoryai import protocol
 from tests.bundles.helpers import chunk, embedding, make_bundle, response_json, sample_bundle
 
 BOTH = ["bundles:import", "bundles:export"]

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from formats import openmemories as om
 from sources import fetchers
-from sources import openmemories as om
 
 HERE = Path(__file__).resolve().parent
 VALID = sorted((HERE / "records" / "valid").glob("*.md"))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from reviews.memoryrail.core import ERROR, WARNING, Memory, check_link, parse_timestamp
+from formats.memoryrail.core import ERROR, WARNING, Memory, check_link, parse_timestamp
 
 SPEC_STATUSES = ("active",)
 # What the review index checks: what recall serves, and what waits to be approved.

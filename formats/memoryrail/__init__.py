@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from reviews.memoryrail.agentfiles import AGENT_FILES, has_block, render_block, replace_block
-from reviews.memoryrail.core import (
+from formats.memoryrail.agentfiles import AGENT_FILES, has_block, render_block, replace_block
+from formats.memoryrail.core import (
     CONFIG_PATH,
     DURABLE_TYPES,
     ERROR,
@@ -28,15 +28,15 @@ from reviews.memoryrail.core import (
     read_project,
     short_ref,
 )
-from reviews.memoryrail.secrets import RULES, SecretFinding, scan_text
-from reviews.memoryrail.staleness import (
+from formats.memoryrail.secrets import RULES, SecretFinding, scan_text
+from formats.memoryrail.staleness import (
     LINK_OUTSIDE_REPO,
     REVIEW_STATUSES,
     Stale,
     check_staleness,
     link_escapes,
 )
-from reviews.memoryrail.writer import WriteError, approve, encode_value, render, supersede
+from formats.memoryrail.writer import WriteError, approve, encode_value, render, supersede
 
 __all__ = [
     "AGENT_FILES",

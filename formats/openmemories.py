@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from memoryadmin.frontmatter import FrontMatterError
-from memoryadmin.frontmatter import parse as parse_frontmatter
+from formats.frontmatter import FrontMatterError
+from formats.frontmatter import parse as parse_frontmatter
 
 VERSION = "0.1"
 KINDS = ("preference", "project", "fact", "procedure")

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memoryadmin.frontmatter import Document, FrontMatterError, line_of, parse
+from formats.frontmatter import Document, FrontMatterError, line_of, parse
 
 CONFIG_PATH = ".memoryrail/config.json"
 MEMORIES_DIR = ".memoryrail/memories"

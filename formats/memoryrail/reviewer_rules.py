@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from reviews.memoryrail import TYPE_PREFIXES
+from formats.memoryrail import TYPE_PREFIXES
 
 MAX_RULES = 200
 MAX_PATTERN = 500

@@ -29,7 +29,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from bundles import protocol
 from bundles.models import ImportJob
 from bundles.services import (
     ExportRequest,
@@ -44,6 +43,7 @@ from bundles.services.imports import job_progress
 from bundles.services.proposals import ProposeTargetError, propose_target
 from bundles.spec import server_spec
 from bundles.uploads import BundleUploadHandler, Spooled, TooLargeError, spool_body
+from formats.memoryai import protocol
 from memoryadmin.api import HasScope, request_team
 from memoryadmin.api_errors import AUTH_ERRORS, ApiError, error_responses
 from memoryadmin.audit import Actor

@@ -1,0 +1,1 @@
+"""MemoryAI Protocol v1: the bundle format (no Django)."""
