@@ -11,8 +11,8 @@ import json
 
 import pytest
 
+from formats import openmemories as om
 from memoryadmin.audit import Actor
-from sources import openmemories as om
 from sources import services
 from sources.models import Health, RefreshRun, RunStatus, Source
 from tests.conftest import wait_for
