@@ -38,7 +38,7 @@ from sources.models import (
 )
 from sources.signals import source_served_changed
 from webhooks import events as webhook_events
-from webhooks.services import event_emit
+from webhooks.emit import event_emit
 
 logger = logging.getLogger(__name__)
 INSERT_BATCH = 500

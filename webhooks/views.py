@@ -14,9 +14,11 @@ from django.views.decorators.http import require_POST
 from memoryadmin.audit import Actor
 from memoryadmin.permissions import Action
 from memoryadmin.web import form_add_errors, team_view
-from webhooks import selectors, services
+from webhooks import delivery as delivery_service
+from webhooks import selectors
 from webhooks.forms import EndpointForm
 from webhooks.models import WebhookDelivery, WebhookEndpoint
+from webhooks.services import endpoints
 
 
 def _no_store(response: HttpResponse) -> HttpResponse:
@@ -37,7 +39,7 @@ def endpoint_list(request: HttpRequest) -> HttpResponse:
     new_secret = None
     if request.method == "POST" and form.is_valid():
         try:
-            created, new_secret = services.endpoint_create(
+            created, new_secret = endpoints.endpoint_create(
                 actor=Actor.from_request(request),
                 team=request.team,
                 url=form.cleaned_data["url"],
@@ -79,7 +81,7 @@ def endpoint_detail(request: HttpRequest, endpoint_id: int) -> HttpResponse:
     form = EndpointForm(request.POST)
     if form.is_valid():
         try:
-            services.endpoint_update(
+            endpoints.endpoint_update(
                 actor=Actor.from_request(request),
                 endpoint=endpoint,
                 url=form.cleaned_data["url"],
@@ -99,7 +101,7 @@ def endpoint_detail(request: HttpRequest, endpoint_id: int) -> HttpResponse:
 def endpoint_active(request: HttpRequest, endpoint_id: int) -> HttpResponse:
     endpoint = _endpoint(request, endpoint_id)
     active = request.POST.get("active") == "true"
-    services.endpoint_set_active(
+    endpoints.endpoint_set_active(
         actor=Actor.from_request(request), endpoint=endpoint, active=active
     )
     messages.success(request, f"Endpoint {'enabled' if active else 'disabled'}.")
@@ -109,7 +111,7 @@ def endpoint_active(request: HttpRequest, endpoint_id: int) -> HttpResponse:
 @require_POST
 @team_view(Action.MANAGE)
 def endpoint_rotate(request: HttpRequest, endpoint_id: int) -> HttpResponse:
-    endpoint, new_secret = services.endpoint_rotate_secret(
+    endpoint, new_secret = endpoints.endpoint_rotate_secret(
         actor=Actor.from_request(request), endpoint=_endpoint(request, endpoint_id)
     )
     return _detail(request, endpoint, new_secret=new_secret)
@@ -119,7 +121,7 @@ def endpoint_rotate(request: HttpRequest, endpoint_id: int) -> HttpResponse:
 @team_view(Action.MANAGE)
 def endpoint_delete(request: HttpRequest, endpoint_id: int) -> HttpResponse:
     endpoint = _endpoint(request, endpoint_id)
-    services.endpoint_delete(actor=Actor.from_request(request), endpoint=endpoint)
+    endpoints.endpoint_delete(actor=Actor.from_request(request), endpoint=endpoint)
     messages.success(request, f"Endpoint {endpoint.url} deleted.")
     return redirect("webhook-list", team_slug=request.team.slug)
 
@@ -129,7 +131,7 @@ def endpoint_delete(request: HttpRequest, endpoint_id: int) -> HttpResponse:
 def endpoint_ping(request: HttpRequest, endpoint_id: int) -> HttpResponse:
     endpoint = _endpoint(request, endpoint_id)
     try:
-        services.endpoint_ping(actor=Actor.from_request(request), endpoint=endpoint)
+        endpoints.endpoint_ping(actor=Actor.from_request(request), endpoint=endpoint)
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
     else:
@@ -145,7 +147,7 @@ def delivery_redeliver(request: HttpRequest, endpoint_id: int, delivery_id: int)
         WebhookDelivery.objects.select_related("endpoint"), pk=delivery_id, endpoint=endpoint
     )
     try:
-        services.delivery_redeliver(actor=Actor.from_request(request), delivery=delivery)
+        delivery_service.delivery_redeliver(actor=Actor.from_request(request), delivery=delivery)
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
     else:

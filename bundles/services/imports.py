@@ -44,7 +44,7 @@ from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import copy_rows, json_loads
 from memoryadmin.models import Team
 from webhooks import events as webhook_events
-from webhooks.services import event_emit
+from webhooks.emit import event_emit
 
 logger = logging.getLogger(__name__)
 

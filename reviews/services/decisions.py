@@ -30,7 +30,7 @@ from reviews.models import (
 )
 from reviews.services.content import masked_title
 from webhooks import events as webhook_events
-from webhooks.services import event_emit
+from webhooks.emit import event_emit
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser

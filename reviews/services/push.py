@@ -22,7 +22,7 @@ from reviews.models import (
 from reviews.services.decisions import ProposalNotOpen, _check_actor, _queue_push, bot_identity
 from reviews.services.repositories import index_store, read_snapshot, working_copy
 from webhooks import events as webhook_events
-from webhooks.services import event_emit
+from webhooks.emit import event_emit
 
 MAX_REJECTED_PUSHES = 5
 TRAILER = "Memoryadmin-Decision"

@@ -25,7 +25,7 @@ from reviews.services.routing import assignments_refresh
 from reviews.signals import repository_indexed
 from webhooks import events as webhook_events
 from webhooks import netguard
-from webhooks.services import event_emit
+from webhooks.emit import event_emit
 
 # At most this many `proposal.created` events per sync; one summary event covers the rest.
 PROPOSAL_EVENTS_MAX = 100

@@ -28,8 +28,8 @@ from sources.models import Source
 from tests.e2e.conftest import login, shot
 from tests.reviews.conftest import M, make_remote, memory_text
 from tests.sources.helpers import record_text, write_source
-from webhooks import services as webhook_services
 from webhooks.models import WebhookEndpoint
+from webhooks.services.endpoints import endpoint_create
 
 pytestmark = pytest.mark.e2e
 
@@ -110,7 +110,7 @@ def world(team, make_user, tmp_path, settings, tracker) -> World:  # type: ignor
             actor=actor, team=team, name="app", remote_url=remote.url
         )
     review_services.repository_sync(repository_id=repository.pk)
-    endpoint, _ = webhook_services.endpoint_create(
+    endpoint, _ = endpoint_create(
         actor=actor, team=team, url="https://hooks.example.org/in", events=[]
     )
     return World(

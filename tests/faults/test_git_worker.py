@@ -23,8 +23,9 @@ from tests.reviews.test_http_remote import TOKEN
 from tests.security.netservers import GitHttp, listening
 from tests.webhooks.conftest import receiver  # noqa: F401
 from webhooks import events
-from webhooks import services as webhook_services
+from webhooks.emit import event_emit
 from webhooks.models import WebhookDelivery
+from webhooks.services.endpoints import endpoint_create
 
 pytestmark = pytest.mark.worker
 STRICT = {
@@ -101,7 +102,7 @@ def test_it_delivers_a_webhook_while_a_dripping_git_remote_holds_the_git_worker(
                 credential_secret=TOKEN,
             )
         repository = repository_sync(repository_id=repository.pk)  # the worker's copy is its own
-        webhook_services.endpoint_create(
+        endpoint_create(
             actor=Actor(user=admin_user), team=team, url=receiver.url("/hook"), events=[]
         )
         others = [queue, f"{queue}.sources", f"{queue}.webhooks", f"{queue}.imports"]
@@ -114,7 +115,7 @@ def test_it_delivers_a_webhook_while_a_dripping_git_remote_holds_the_git_worker(
             server.mode = "drip"
             repository_sync_request(actor=Actor.system(), repository=repository)
             assert server.dripping.wait(60), "the git worker reached the dripping remote"
-            webhook_services.event_emit(team=team, event=events.DECISION_MADE, data={"n": 1})
+            event_emit(team=team, event=events.DECISION_MADE, data={"n": 1})
             delivery = wait_for(
                 lambda: WebhookDelivery.objects.filter(state="succeeded").first(), timeout=60
             )

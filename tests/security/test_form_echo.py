@@ -20,7 +20,7 @@ from memoryadmin.audit import Actor
 from memoryadmin.models import Role
 from sources import services as source_services
 from tests.sources.helpers import record_text, write_source
-from webhooks import services as webhook_services
+from webhooks.services.endpoints import endpoint_create
 
 SECRET = "s3cr3t-Echo-Value-42"
 APPS = ("memoryadmin", "sources", "reviews", "bundles", "webhooks")
@@ -139,7 +139,7 @@ def test_it_never_renders_a_secret_back_on_the_edit_forms(db, team, make_user, t
             team=team,
             location=str(write_source(tmp_path / "src", {"r1": record_text("r1")})),
         )
-    endpoint, _ = webhook_services.endpoint_create(
+    endpoint, _ = endpoint_create(
         actor=actor, team=team, url="https://hooks.example.org/in", events=[]
     )
     edits = [

@@ -31,7 +31,7 @@ from tests.security.test_access_matrix import PAGES, _kwargs
 from tests.security.world import build_team
 from tests.sources.helpers import manifest_text, record_text
 from tests.webhooks.conftest import Reply
-from webhooks import services as webhook_services
+from webhooks.services.endpoints import endpoint_ping
 
 SOURCE_TOKEN = "srcbearer-9f8e7d6c5b4a"
 WRONG_REPO_TOKEN = "wrongrepo-0a1b2c3d4e5f"
@@ -157,7 +157,7 @@ def test_it_never_shows_logs_or_stores_a_secret_in_clear(
     # 3. Webhook: a delivery signed with the secret; the receiver echoes it back in its body.
     receiver.plan = [Reply(status=500, body=f"bad secret {hook_secret}".encode())]
     with django_capture_on_commit_callbacks(execute=True):
-        webhook_services.endpoint_ping(actor=actor, endpoint=objects.endpoint)
+        endpoint_ping(actor=actor, endpoint=objects.endpoint)
     assert receiver.requests, "the webhook was never delivered"
     for request in receiver.requests:
         collected.append(json.dumps(request.headers) + request.body.decode())

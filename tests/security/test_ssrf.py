@@ -14,8 +14,9 @@ from sources import services as source_services
 from sources.models import RunStatus
 from tests.sources.helpers import manifest_text, record_text
 from webhooks import netguard
-from webhooks import services as webhook_services
+from webhooks.delivery import delivery_attempt
 from webhooks.models import WebhookDelivery
+from webhooks.services.endpoints import endpoint_create, endpoint_ping
 
 INTERNAL_HOSTS = [
     "localhost",
@@ -56,14 +57,14 @@ def test_it_refuses_a_webhook_to_an_internal_address(team, admin_user, settings,
     settings.SOURCE_ALLOW_HTTP_LOOPBACK = True
     port = receiver.url().split(":")[2].split("/")[0]
     try:
-        endpoint, _ = webhook_services.endpoint_create(
+        endpoint, _ = endpoint_create(
             actor=Actor(user=admin_user), team=team, url=f"https://{host}:{port}/hook", events=[]
         )
     except Exception as exc:  # refused at the door is fine too
         assert "url" in str(exc).lower() or "address" in str(exc).lower(), exc
         return
-    delivery = webhook_services.endpoint_ping(actor=Actor(user=admin_user), endpoint=endpoint)
-    webhook_services.delivery_attempt(delivery_id=delivery.pk)
+    delivery = endpoint_ping(actor=Actor(user=admin_user), endpoint=endpoint)
+    delivery_attempt(delivery_id=delivery.pk)
     delivery = WebhookDelivery.objects.get(pk=delivery.pk)
     assert delivery.state == "failed", (delivery.state, delivery.last_error)
     assert receiver.requests == []

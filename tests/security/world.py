@@ -19,8 +19,8 @@ from sources.models import RefreshRun, Source
 from tests.bundles.helpers import chunk, make_bundle
 from tests.reviews.conftest import M, make_remote, memory_text
 from tests.sources.helpers import record_text, write_source
-from webhooks import services as webhook_services
 from webhooks.models import WebhookDelivery, WebhookEndpoint
+from webhooks.services.endpoints import endpoint_create, endpoint_ping
 
 
 @dataclass
@@ -132,13 +132,13 @@ def build_team(
     brain_chunk = Chunk.objects.filter(team=team).first()
     job = ImportJob.objects.create(team=team, created_by=admin, state="succeeded", report={})
 
-    endpoint, hook_secret = webhook_services.endpoint_create(
+    endpoint, hook_secret = endpoint_create(
         actor=actor,
         team=team,
         url=webhook_url or f"https://hooks-{label}.example.org/in",
         events=[],
     )
-    delivery = webhook_services.endpoint_ping(actor=actor, endpoint=endpoint)
+    delivery = endpoint_ping(actor=actor, endpoint=endpoint)
 
     from memoryadmin.services import token_create
 

@@ -15,7 +15,7 @@ import trustme
 from memoryadmin.audit import Actor
 from tests.reviews.conftest import data_dir, remote  # noqa: F401 - git remotes for app events
 from tests.sources.conftest import https_server, test_ca  # noqa: F401 - a TLS source server
-from webhooks import services
+from webhooks.services.endpoints import endpoint_create
 
 
 @dataclass
@@ -121,7 +121,7 @@ def make_endpoint(team, admin_user, loopback_http):  # type: ignore[no-untyped-d
     """make_endpoint(url, events=[]) -> (endpoint, secret)."""
 
     def make(url: str, events: list[str] | None = None, **kwargs: Any):  # type: ignore[no-untyped-def]
-        return services.endpoint_create(
+        return endpoint_create(
             actor=Actor(user=admin_user),
             team=kwargs.pop("team", team),
             url=url,

@@ -17,9 +17,17 @@ from django.utils import timezone
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent
-from webhooks import events, services
+from webhooks import events
+from webhooks.delivery import MAX_ATTEMPTS, delivery_attempt, delivery_redeliver
+from webhooks.emit import event_emit
 from webhooks.models import DeliveryState, WebhookDelivery, WebhookEndpoint
-from webhooks.tasks import deliver_due
+from webhooks.services.endpoints import (
+    endpoint_ping,
+    endpoint_rotate_secret,
+    endpoint_set_active,
+    endpoint_update,
+)
+from webhooks.tasks import deliveries_queue_due
 
 from .conftest import Reply
 
@@ -35,13 +43,13 @@ def _verify(secret: str, received) -> None:  # type: ignore[no-untyped-def]
 
 def _emit(django_capture_on_commit_callbacks, team, event=events.PUSH_FAILED, data=None):  # type: ignore[no-untyped-def]
     with django_capture_on_commit_callbacks(execute=True):
-        services.event_emit(team=team, event=event, data=data or {"repository": "main"})
+        event_emit(team=team, event=event, data=data or {"repository": "main"})
 
 
 def _due(delivery: WebhookDelivery) -> str | None:
     """Run the next attempt as if its backoff had elapsed."""
     delivery.refresh_from_db()
-    return services.delivery_attempt(delivery_id=delivery.pk, now=delivery.next_attempt_at)
+    return delivery_attempt(delivery_id=delivery.pk, now=delivery.next_attempt_at)
 
 
 def test_it_posts_signed_json_with_the_documented_headers(
@@ -77,7 +85,7 @@ def test_it_sends_only_to_active_endpoints_subscribed_to_the_event(
     make_endpoint(receiver.url("/push"), events=[events.PUSH_FAILED])
     make_endpoint(receiver.url("/stale"), events=[events.SOURCE_STALE])
     off, _ = make_endpoint(receiver.url("/off"))
-    services.endpoint_set_active(actor=Actor.system(), endpoint=off, active=False)
+    endpoint_set_active(actor=Actor.system(), endpoint=off, active=False)
     make_endpoint(receiver.url("/other-team"), team=other_team)
 
     _emit(django_capture_on_commit_callbacks, team)
@@ -106,7 +114,7 @@ def test_it_retries_a_500_with_growing_backoff_then_succeeds(
     first_wait = delivery.next_attempt_at - before
     assert timedelta(seconds=14) < first_wait < timedelta(seconds=32)
     # Not due yet: a duplicate or early task claims nothing and sends nothing.
-    assert services.delivery_attempt(delivery_id=delivery.pk) is None
+    assert delivery_attempt(delivery_id=delivery.pk) is None
     assert len(receiver.requests) == 1
 
     assert _due(delivery) == "retrying"
@@ -119,7 +127,7 @@ def test_it_retries_a_500_with_growing_backoff_then_succeeds(
     assert len({r.headers["X-Memoryadmin-Delivery"] for r in receiver.requests}) == 1
     for received in receiver.requests:
         _verify(secret, received)
-    assert services.delivery_attempt(delivery_id=delivery.pk, now=timezone.now()) is None
+    assert delivery_attempt(delivery_id=delivery.pk, now=timezone.now()) is None
 
 
 def test_it_honours_retry_after_on_429(
@@ -160,14 +168,14 @@ def test_it_gives_up_after_the_last_attempt(
     team, receiver, make_endpoint, django_capture_on_commit_callbacks
 ):
     make_endpoint(receiver.url())
-    receiver.plan = [Reply(500)] * services.MAX_ATTEMPTS + [Reply(200)]
+    receiver.plan = [Reply(500)] * MAX_ATTEMPTS + [Reply(200)]
     _emit(django_capture_on_commit_callbacks, team)
     delivery = WebhookDelivery.objects.get()
-    for _ in range(services.MAX_ATTEMPTS - 1):
+    for _ in range(MAX_ATTEMPTS - 1):
         _due(delivery)
     delivery.refresh_from_db()
-    assert (delivery.state, delivery.attempts) == ("failed", services.MAX_ATTEMPTS)
-    assert len(receiver.requests) == services.MAX_ATTEMPTS
+    assert (delivery.state, delivery.attempts) == ("failed", MAX_ATTEMPTS)
+    assert len(receiver.requests) == MAX_ATTEMPTS
 
 
 def test_it_retries_after_a_timeout(
@@ -229,7 +237,7 @@ def test_it_sends_nothing_when_the_callers_transaction_rolls_back(
         pytest.raises(RuntimeError),
         transaction.atomic(),
     ):
-        services.event_emit(team=team, event=events.PROPOSAL_CREATED, data={"id": 1})
+        event_emit(team=team, event=events.PROPOSAL_CREATED, data={"id": 1})
         assert WebhookDelivery.objects.count() == 1
         raise RuntimeError("the caller's action failed")
     assert callbacks == []
@@ -243,7 +251,7 @@ def test_it_never_blocks_the_caller_when_the_endpoint_fails(
     make_endpoint(receiver.url())
     receiver.plan = [Reply(500)]
     with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
-        services.event_emit(team=team, event=events.IMPORT_FINISHED, data={"ok": True})
+        event_emit(team=team, event=events.IMPORT_FINISHED, data={"ok": True})
         AuditEvent.objects.create(team=team, actor_label="caller", action="x", summary="s")
     assert AuditEvent.objects.filter(action="x").exists()
     assert WebhookDelivery.objects.get().state == "retrying"
@@ -251,8 +259,8 @@ def test_it_never_blocks_the_caller_when_the_endpoint_fails(
 
 def test_it_rejects_unknown_events_and_is_a_no_op_without_endpoints(team):
     with pytest.raises(ValueError, match="unknown webhook event"):
-        services.event_emit(team=team, event="proposal.creatd", data={})
-    services.event_emit(team=team, event=events.SOURCE_DENIED, data={})
+        event_emit(team=team, event="proposal.creatd", data={})
+    event_emit(team=team, event=events.SOURCE_DENIED, data={})
     assert WebhookDelivery.objects.count() == 0
 
 
@@ -262,7 +270,7 @@ def test_it_fails_deliveries_of_a_disabled_endpoint(
     endpoint, _ = make_endpoint(receiver.url())
     receiver.plan = [Reply(500)]
     _emit(django_capture_on_commit_callbacks, team)
-    services.endpoint_set_active(actor=Actor.system(), endpoint=endpoint, active=False)
+    endpoint_set_active(actor=Actor.system(), endpoint=endpoint, active=False)
     assert _due(WebhookDelivery.objects.get()) == "failed"
     assert WebhookDelivery.objects.get().last_error == "The endpoint is disabled."
     assert len(receiver.requests) == 1
@@ -279,7 +287,7 @@ def test_it_requeues_due_deliveries_whose_task_was_lost(
         next_attempt_at=timezone.now() - timedelta(minutes=5)
     )
     with django_capture_on_commit_callbacks(execute=True):
-        assert deliver_due() == 1
+        assert deliveries_queue_due() == 1
     lost.refresh_from_db()
     assert lost.state == "succeeded" and len(receiver.requests) == 1
 
@@ -294,10 +302,10 @@ def test_it_never_lets_the_secret_reach_rows_audit_or_logs(
     _emit(django_capture_on_commit_callbacks, team)
     actor = Actor(user=admin_user)
     with django_capture_on_commit_callbacks(execute=True):
-        services.endpoint_ping(actor=actor, endpoint=endpoint)
-        services.delivery_redeliver(actor=actor, delivery=WebhookDelivery.objects.last())
-    _, rotated = services.endpoint_rotate_secret(actor=actor, endpoint=endpoint)
-    services.endpoint_update(
+        endpoint_ping(actor=actor, endpoint=endpoint)
+        delivery_redeliver(actor=actor, delivery=WebhookDelivery.objects.last())
+    _, rotated = endpoint_rotate_secret(actor=actor, endpoint=endpoint)
+    endpoint_update(
         actor=actor, endpoint=endpoint, url=receiver.url("/v2"), events=[], description="d"
     )
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from tests.sources.conftest import drip
-from webhooks import events, services
+from webhooks import events
+from webhooks.emit import event_emit
 from webhooks.models import WebhookDelivery
 
 
@@ -43,7 +44,7 @@ def test_it_gives_up_an_attempt_that_outlasts_the_delivery_deadline_and_retries(
     settings.WEBHOOK_DELIVERY_DEADLINE = 1
     make_endpoint(dripping_receiver)
     with django_capture_on_commit_callbacks(execute=True):
-        services.event_emit(team=team, event=events.PUSH_FAILED, data={"repository": "main"})
+        event_emit(team=team, event=events.PUSH_FAILED, data={"repository": "main"})
     delivery = WebhookDelivery.objects.get()
     assert delivery.state == "retrying"
     assert "MEMORYADMIN_WEBHOOK_DELIVERY_DEADLINE" in delivery.last_error

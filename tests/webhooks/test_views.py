@@ -9,8 +9,9 @@ from django.urls import reverse
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent, Role
-from webhooks import events, services
+from webhooks import events
 from webhooks.models import WebhookDelivery, WebhookEndpoint
+from webhooks.services.endpoints import endpoint_delete
 
 from .conftest import Reply
 
@@ -194,5 +195,5 @@ def test_it_sends_a_test_event_from_the_page(
     assert "Test event queued" in response.content.decode()
     [received] = receiver.requests
     assert received.headers["X-Memoryadmin-Event"] == "ping"
-    services.endpoint_delete(actor=Actor.system(), endpoint=endpoint)
+    endpoint_delete(actor=Actor.system(), endpoint=endpoint)
     assert not WebhookDelivery.objects.exists()

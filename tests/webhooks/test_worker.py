@@ -9,7 +9,8 @@ import json
 import pytest
 
 from tests.conftest import wait_for
-from webhooks import events, services
+from webhooks import events
+from webhooks.emit import event_emit
 from webhooks.models import WebhookDelivery
 
 pytestmark = pytest.mark.worker
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.worker
 def test_it_delivers_an_event_through_a_real_worker(celery_worker, team, receiver, make_endpoint):
     _, secret = make_endpoint(receiver.url("/worker"))
     # Outside any transaction: on_commit sends at once, the worker process picks it up.
-    services.event_emit(team=team, event=events.DECISION_MADE, data={"proposal": 7})
+    event_emit(team=team, event=events.DECISION_MADE, data={"proposal": 7})
 
     delivery = wait_for(
         lambda: WebhookDelivery.objects.filter(state="succeeded").first(), timeout=30

@@ -1,0 +1,169 @@
+"""A delivery's life: claim the attempt that is due, make it, record the outcome and queue the
+retry; the beat's sweep for lost tasks; a manual redelivery."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from memoryadmin import crypto
+from memoryadmin.audit import Actor, audit_record
+from webhooks.http import AttemptResult, _post, request_build
+from webhooks.models import DeliveryState, WebhookDelivery, WebhookEndpoint
+from webhooks.tasks import delivery_attempt as delivery_attempt_task
+
+logger = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 6
+BACKOFF_BASE_SECONDS = 30
+BACKOFF_MAX_SECONDS = 3600
+OPEN_STATES = (DeliveryState.PENDING, DeliveryState.RETRYING)
+
+
+@transaction.atomic
+def delivery_redeliver(*, actor: Actor, delivery: WebhookDelivery) -> WebhookDelivery:
+    """Send the same event again as a new delivery (same event id, new delivery id)."""
+    endpoint = delivery.endpoint
+    if not endpoint.is_active:
+        raise ValidationError("Enable the endpoint before redelivering.")
+    again = WebhookDelivery.objects.create(
+        endpoint=endpoint, event=delivery.event, payload=delivery.payload, redelivery_of=delivery
+    )
+    audit_record(
+        actor=actor,
+        action="webhook.redeliver",
+        team=endpoint.team,
+        target=again,
+        summary=f"Redelivered {delivery.event} to {endpoint.url}",
+        data={"url": endpoint.url, "of": str(delivery.uid), "delivery": str(again.uid)},
+    )
+    delivery_attempt_task.delay_on_commit(again.pk)
+    return again
+
+
+def _scrub(text: str, secret: str) -> str:
+    if secret:
+        text = text.replace(secret, "[secret]")
+    return text[:500]
+
+
+def backoff_seconds(attempts: int, retry_after: int | None = None) -> float:
+    """Exponential backoff with equal jitter; a server's Retry-After is honoured up to the cap."""
+    delay = min(BACKOFF_BASE_SECONDS * 2 ** max(attempts - 1, 0), BACKOFF_MAX_SECONDS)
+    delay = delay / 2 + random.uniform(0, delay / 2)
+    if retry_after is not None:
+        delay = max(delay, min(retry_after, BACKOFF_MAX_SECONDS))
+    return delay
+
+
+def _claim(delivery_id: int, now: datetime, lease_seconds: float) -> bool:
+    """Compare-and-set: exactly one worker takes a due attempt; the lease covers a crash."""
+    return bool(
+        WebhookDelivery.objects.filter(
+            pk=delivery_id, state__in=OPEN_STATES, next_attempt_at__lte=now
+        ).update(attempts=F("attempts") + 1, next_attempt_at=now + timedelta(seconds=lease_seconds))
+    )
+
+
+def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> str | None:
+    """Make the attempt that is due; return the new state, or None when none was due.
+
+    Idempotent: a duplicate task, or one for a finished delivery, claims nothing and returns None.
+    """
+    now = now or timezone.now()
+    timeout = float(settings.WEBHOOK_HTTP_TIMEOUT)
+    deadline = float(settings.WEBHOOK_DELIVERY_DEADLINE)
+    if not _claim(delivery_id, now, lease_seconds=deadline + 30):
+        return None
+    delivery = WebhookDelivery.objects.select_related("endpoint").get(pk=delivery_id)
+    endpoint = delivery.endpoint
+    secret = ""
+    if not endpoint.is_active:
+        result = AttemptResult(None, "The endpoint is disabled.", 0, retryable=False)
+    else:
+        try:
+            secret = crypto.decrypt(endpoint.secret_encrypted)
+        except ValueError:
+            result = AttemptResult(
+                None, "The secret cannot be decrypted; rotate it.", 0, retryable=False
+            )
+        else:
+            body, headers = request_build(
+                delivery=delivery, secret=secret, timestamp=int(time.time())
+            )
+            result = _post(
+                url=endpoint.url, body=body, headers=headers, timeout=timeout, deadline=deadline
+            )
+    return _attempt_record(delivery=delivery, result=result, secret=secret)
+
+
+@transaction.atomic
+def _attempt_record(*, delivery: WebhookDelivery, result: AttemptResult, secret: str) -> str:
+    finished = timezone.now()
+    delivery.last_response_status = result.status
+    delivery.last_error = _scrub(result.error, secret)
+    delivery.duration_ms = result.duration_ms
+    countdown = None
+    if result.succeeded:
+        delivery.state, delivery.finished_at, delivery.next_attempt_at = (
+            DeliveryState.SUCCEEDED,
+            finished,
+            None,
+        )
+    elif result.retryable and delivery.attempts < MAX_ATTEMPTS:
+        countdown = backoff_seconds(delivery.attempts, result.retry_after)
+        delivery.state = DeliveryState.RETRYING
+        delivery.next_attempt_at = finished + timedelta(seconds=countdown)
+    else:
+        delivery.state, delivery.finished_at, delivery.next_attempt_at = (
+            DeliveryState.FAILED,
+            finished,
+            None,
+        )
+    # update(), not save(): the endpoint may have been deleted while the request was in flight.
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(
+        state=delivery.state,
+        next_attempt_at=delivery.next_attempt_at,
+        last_response_status=delivery.last_response_status,
+        last_error=delivery.last_error,
+        duration_ms=delivery.duration_ms,
+        finished_at=delivery.finished_at,
+    )
+    WebhookEndpoint.objects.filter(pk=delivery.endpoint_id).update(
+        last_delivery_at=finished,
+        last_delivery_state=delivery.state,
+        last_response_status=result.status,
+    )
+    logger.info(
+        "webhook delivery %s (%s) to endpoint %s attempt %d: %s %s",
+        delivery.uid,
+        delivery.event,
+        delivery.endpoint_id,
+        delivery.attempts,
+        delivery.state,
+        result.status if result.status is not None else delivery.last_error,
+    )
+    if countdown is not None:
+        delivery_attempt_task.apply_async_on_commit((delivery.pk,), countdown=countdown)
+    return delivery.state
+
+
+def deliveries_queue_due(*, now: datetime | None = None, limit: int = 500) -> int:
+    """Re-queue attempts that are due but whose task was lost (broker outage, worker crash)."""
+    now = now or timezone.now()
+    ids = list(
+        WebhookDelivery.objects.filter(state__in=OPEN_STATES, next_attempt_at__lte=now)
+        .order_by("next_attempt_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+    for pk in ids:
+        delivery_attempt_task.delay_on_commit(pk)
+    return len(ids)

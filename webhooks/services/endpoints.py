@@ -1,0 +1,180 @@
+"""Every write to a team's webhook endpoints: create, change, enable or disable, rotate the
+secret, delete, and send a test event."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from memoryadmin import crypto
+from memoryadmin.audit import Actor, audit_record
+from memoryadmin.models import Team
+from webhooks import events as ev
+from webhooks import netguard, signing
+from webhooks.emit import _payload
+from webhooks.models import WebhookDelivery, WebhookEndpoint
+from webhooks.tasks import delivery_attempt as delivery_attempt_task
+
+
+def _url_clean(url: str) -> str:
+    url = url.strip()
+    try:
+        netguard.url_parse(url, allow_http_loopback=settings.SOURCE_ALLOW_HTTP_LOOPBACK)
+    except netguard.UrlRefused as exc:
+        raise ValidationError({"url": exc.message}) from exc
+    return url
+
+
+def _events_clean(events: list[str]) -> list[str]:
+    unknown = sorted(set(events) - set(ev.ALL_EVENTS))
+    if unknown:
+        raise ValidationError({"events": f"Unknown events: {', '.join(unknown)}."})
+    return [name for name in ev.ALL_EVENTS if name in events]
+
+
+def _endpoint_data(endpoint: WebhookEndpoint) -> dict[str, Any]:
+    """What the audit log keeps about an endpoint: never the secret."""
+    return {
+        "url": endpoint.url,
+        "events": endpoint.events,
+        "description": endpoint.description,
+        "active": endpoint.is_active,
+    }
+
+
+@transaction.atomic
+def endpoint_create(
+    *, actor: Actor, team: Team, url: str, events: list[str], description: str = ""
+) -> tuple[WebhookEndpoint, str]:
+    """Create an endpoint and return it with its secret: the only time the secret is in clear."""
+    secret = signing.secret_generate()
+    endpoint = WebhookEndpoint.objects.create(
+        team=team,
+        url=_url_clean(url),
+        events=_events_clean(events),
+        description=description.strip(),
+        secret_encrypted=crypto.encrypt(secret),
+        created_by=actor.user,
+    )
+    audit_record(
+        actor=actor,
+        action="webhook.create",
+        team=team,
+        target=endpoint,
+        summary=f"Added webhook endpoint {endpoint.url}",
+        data=_endpoint_data(endpoint),
+    )
+    return endpoint, secret
+
+
+@transaction.atomic
+def endpoint_update(
+    *,
+    actor: Actor,
+    endpoint: WebhookEndpoint,
+    url: str,
+    events: list[str],
+    description: str,
+) -> WebhookEndpoint:
+    endpoint = WebhookEndpoint.objects.select_for_update().get(pk=endpoint.pk)
+    before = _endpoint_data(endpoint)
+    endpoint.url = _url_clean(url)
+    endpoint.events = _events_clean(events)
+    endpoint.description = description.strip()
+    endpoint.updated_at = timezone.now()
+    endpoint.save(update_fields=["url", "events", "description", "updated_at"])
+    audit_record(
+        actor=actor,
+        action="webhook.update",
+        team=endpoint.team,
+        target=endpoint,
+        summary=f"Changed webhook endpoint {endpoint.url}",
+        data={"before": before, "after": _endpoint_data(endpoint)},
+    )
+    return endpoint
+
+
+@transaction.atomic
+def endpoint_set_active(
+    *, actor: Actor, endpoint: WebhookEndpoint, active: bool
+) -> WebhookEndpoint:
+    endpoint = WebhookEndpoint.objects.select_for_update().get(pk=endpoint.pk)
+    if endpoint.is_active == active:
+        return endpoint
+    endpoint.is_active = active
+    endpoint.updated_at = timezone.now()
+    endpoint.save(update_fields=["is_active", "updated_at"])
+    audit_record(
+        actor=actor,
+        action="webhook.enable" if active else "webhook.disable",
+        team=endpoint.team,
+        target=endpoint,
+        summary=f"{'Enabled' if active else 'Disabled'} webhook endpoint {endpoint.url}",
+        data={"url": endpoint.url, "active": active},
+    )
+    return endpoint
+
+
+@transaction.atomic
+def endpoint_rotate_secret(
+    *, actor: Actor, endpoint: WebhookEndpoint
+) -> tuple[WebhookEndpoint, str]:
+    """Replace the secret at once (no overlap period) and return the new one, shown once."""
+    endpoint = WebhookEndpoint.objects.select_for_update().get(pk=endpoint.pk)
+    secret = signing.secret_generate()
+    endpoint.secret_encrypted = crypto.encrypt(secret)
+    endpoint.secret_rotated_at = endpoint.updated_at = timezone.now()
+    endpoint.save(update_fields=["secret_encrypted", "secret_rotated_at", "updated_at"])
+    audit_record(
+        actor=actor,
+        action="webhook.rotate_secret",
+        team=endpoint.team,
+        target=endpoint,
+        summary=f"Rotated the secret of webhook endpoint {endpoint.url}",
+        data={"url": endpoint.url},
+    )
+    return endpoint, secret
+
+
+@transaction.atomic
+def endpoint_delete(*, actor: Actor, endpoint: WebhookEndpoint) -> None:
+    team, pk, data = endpoint.team, endpoint.pk, _endpoint_data(endpoint)
+    endpoint.delete()
+    audit_record(
+        actor=actor,
+        action="webhook.delete",
+        team=team,
+        target_type="webhooks.webhookendpoint",
+        target_id=pk,
+        summary=f"Deleted webhook endpoint {data['url']}",
+        data=data,
+    )
+
+
+@transaction.atomic
+def endpoint_ping(*, actor: Actor, endpoint: WebhookEndpoint) -> WebhookDelivery:
+    """Send a `ping` test event to this one endpoint, whatever it subscribes to."""
+    if not endpoint.is_active:
+        raise ValidationError("Enable the endpoint before sending a test event.")
+    payload = _payload(
+        event_id=str(uuid.uuid4()),
+        event=ev.PING,
+        team=endpoint.team,
+        data={"message": "Test event from memoryadmin", "endpoint": endpoint.pk},
+    )
+    delivery = WebhookDelivery.objects.create(endpoint=endpoint, event=ev.PING, payload=payload)
+    audit_record(
+        actor=actor,
+        action="webhook.ping",
+        team=endpoint.team,
+        target=endpoint,
+        summary=f"Sent a test event to {endpoint.url}",
+        data={"url": endpoint.url, "delivery": str(delivery.uid)},
+    )
+    delivery_attempt_task.delay_on_commit(delivery.pk)
+    return delivery
