@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from memoryadmin.audit import Actor
 from memoryadmin.models import Team
 from sources import services
-from sources.fetchers import normalize_location
+from sources.fetchers.read import normalize_location
 from sources.models import Source, SourceState
 
 HEADER = """---

@@ -22,6 +22,8 @@ from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import bulk_insert, json_loads, stream_rows
 from memoryadmin.models import Team
 from sources import fetchers
+from sources.fetchers.local import LocalFetcher
+from sources.fetchers.read import ReadResult, normalize_location, read_source
 from sources.models import (
     CredentialKind,
     Health,
@@ -185,7 +187,7 @@ def source_add(
 ) -> Source:
     """Register a source as pending and queue a preview read (nothing is served yet)."""
     try:
-        kind, identity = fetchers.normalize_location(location)
+        kind, identity = normalize_location(location)
     except fetchers.LocationError as exc:
         raise ValidationError({"location": str(exc)}) from exc
     if kind == SourceKind.LOCAL:
@@ -467,7 +469,7 @@ def _as_record(row: _Previous) -> om.Record:
     )
 
 
-def read(source: Source, *, now: datetime | None = None) -> fetchers.ReadResult:
+def read(source: Source, *, now: datetime | None = None) -> ReadResult:
     """Read a source without storing anything (used by the preview CLI and tests)."""
     fetcher = fetchers.make_fetcher(
         source.kind,
@@ -476,7 +478,7 @@ def read(source: Source, *, now: datetime | None = None) -> fetchers.ReadResult:
         credential=source_credential(source),
     )
     try:
-        return fetchers.read_source(fetcher, now=now or timezone.now())
+        return read_source(fetcher, now=now or timezone.now())
     finally:
         fetcher.close()
 
@@ -521,9 +523,9 @@ def source_refresh(
             policy=fetchers.policy_from_settings(),
             credential=credential,
         )
-        if isinstance(fetcher, fetchers.LocalFetcher):
+        if isinstance(fetcher, LocalFetcher):
             _local_check(source, fetcher)
-        result = fetchers.read_source(
+        result = read_source(
             fetcher,
             now=started,
             previous_records={path: _as_record(row) for path, row in rows.items()},
@@ -563,7 +565,7 @@ def _error_text(exc: BaseException) -> str:
     return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
 
 
-def _local_check(source: Source, fetcher: fetchers.LocalFetcher) -> None:
+def _local_check(source: Source, fetcher: LocalFetcher) -> None:
     """At every read: the folder (resolved now; a symlink may have changed) is still allowed
     for this team. The root check itself is the fetcher's (policy.local_roots); with no roots,
     only a source a superuser (or the system) added is read, as only they may add one."""
@@ -674,7 +676,7 @@ def _refresh_failed(
 def _refresh_succeeded(
     source_id: int,
     run_id: int,
-    result: fetchers.ReadResult,
+    result: ReadResult,
     rows: dict[str, _Previous],
     started: datetime,
     clock: float,
@@ -766,7 +768,7 @@ def _refresh_succeeded(
 
 
 def _snapshot_create(
-    source: Source, result: fetchers.ReadResult, fingerprint: str, now: datetime
+    source: Source, result: ReadResult, fingerprint: str, now: datetime
 ) -> Snapshot:
     selection = result.selection
     snapshot = Snapshot.objects.create(
