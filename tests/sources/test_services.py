@@ -242,6 +242,31 @@ def test_it_retries_when_another_refresh_holds_the_lock(team, tmp_path):
         tasks.source_refresh.apply(args=[source.pk], throw=True)
 
 
+def test_it_takes_the_source_lock_when_the_service_is_called_directly(team, tmp_path):
+    """The bench, the demo seeding and the CLI call the service, not the task: it serialises
+    itself, so a second refresh of the same source never runs beside the first."""
+    from memoryadmin.locks import LockBusy, named_lock
+
+    write_source(tmp_path, {"a": record_text("a")})
+    source = _add(team, tmp_path)
+    runs = RefreshRun.objects.filter(source=source).count()
+    with named_lock(source.lock_name), pytest.raises(LockBusy):
+        source_refresh(source_id=source.pk)
+    assert RefreshRun.objects.filter(source=source).count() == runs
+    assert source_refresh(source_id=source.pk).status == RunStatus.SUCCEEDED
+
+
+def test_it_marks_a_run_that_lost_its_worker_when_the_service_refreshes(team, tmp_path):
+    write_source(tmp_path, {"a": record_text("a")})
+    source = _add(team, tmp_path)
+    lost = RefreshRun.objects.create(source=source, status=RunStatus.RUNNING, trigger="manual")
+    run = source_refresh(source_id=source.pk)
+    lost.refresh_from_db()
+    assert run.status == RunStatus.SUCCEEDED
+    assert (lost.status, lost.error_code) == (RunStatus.FAILED, "worker-lost")
+    assert AuditEvent.objects.filter(action="source.refresh.abandoned").count() == 1
+
+
 def test_it_stamps_only_the_snapshot_and_skips_the_mirror_when_nothing_changed(
     team, tmp_path, django_assert_max_num_queries
 ):
