@@ -396,7 +396,7 @@ def source_setup(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
 
 
 def source_refresh(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
-    from sources.services import source_refresh as refresh
+    from sources.services.refresh import source_refresh as refresh
 
     with probe():
         run = refresh(source_id=args["source_id"])

@@ -17,7 +17,7 @@ from memoryadmin.api import HasScope, request_team
 from memoryadmin.api_errors import AUTH_ERRORS, ApiError, error_responses
 from memoryadmin.audit import Actor
 from memoryadmin.models import Scope
-from sources import selectors, services
+from sources import selectors
 from sources.fetchers import Credential
 from sources.models import Source
 from sources.serializers import (
@@ -28,6 +28,7 @@ from sources.serializers import (
     SourceSerializer,
     credential_status,
 )
+from sources.services.lifecycle import source_credential_set, source_delete
 
 
 @extend_schema_view(
@@ -68,7 +69,7 @@ class SourceDetailView(generics.RetrieveDestroyAPIView):
         return selectors.team_source(request_team(self.request), self.kwargs["pk"])
 
     def perform_destroy(self, instance: Source) -> None:
-        services.source_delete(actor=Actor.from_request(self.request), source=instance)
+        source_delete(actor=Actor.from_request(self.request), source=instance)
 
 
 CREDENTIAL_FIELDS = {"credential_kind": "kind"}
@@ -135,7 +136,7 @@ class SourceCredentialView(APIView):
     @staticmethod
     def _set(request: Request, source: Source, credential: Credential | None) -> Source:
         try:
-            return services.source_credential_set(
+            return source_credential_set(
                 actor=Actor.from_request(request), source=source, credential=credential
             )
         except ValidationError as exc:

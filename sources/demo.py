@@ -10,9 +10,10 @@ from django.core.exceptions import ValidationError
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import Team
-from sources import services
-from sources.fetchers import normalize_location
+from sources.fetchers.read import normalize_location
 from sources.models import Source, SourceState
+from sources.services.lifecycle import source_add, source_approve
+from sources.services.refresh import source_refresh
 
 HEADER = """---
 openmemories: '0.1'
@@ -115,11 +116,11 @@ def seed(*, team: Team, user: Any) -> str:
     source = Source.objects.filter(team=team, identity=identity).first()
     if source is None:
         try:
-            source = services.source_add(actor=actor, team=team, location=identity)
+            source = source_add(actor=actor, team=team, location=identity)
         except ValidationError as exc:  # e.g. MEMORYADMIN_SOURCE_LOCAL_ROOTS leaves it out
             reasons = "; ".join(exc.message_dict.get("location", exc.messages))
             return f"Demo source {identity} not added: {reasons}"
     if source.state != SourceState.APPROVED:
-        services.source_approve(actor=actor, source=source)
-    run = services.source_refresh(source_id=source.pk, trigger="demo")
+        source_approve(actor=actor, source=source)
+    run = source_refresh(source_id=source.pk, trigger="demo")
     return f"Demo source {identity}: refresh {run.status}, {run.active_count} active records."

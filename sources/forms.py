@@ -4,9 +4,9 @@ from django import forms
 from django.conf import settings
 
 from memoryadmin.web import CredentialFreeTextInput, SecretInput
+from sources.credentials import MAX_SECRET_CHARS, MAX_USERNAME_CHARS
 from sources.fetchers import Credential
 from sources.models import CredentialKind
-from sources.services import MAX_SECRET_CHARS, MAX_USERNAME_CHARS
 
 
 class CredentialFields(forms.Form):

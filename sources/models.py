@@ -88,6 +88,14 @@ class Source(models.Model):
     def has_credential(self) -> bool:
         return bool(self.credential_encrypted)
 
+    # A refresh of this source holds the named lock `lock_name` (memoryadmin.locks) for at most
+    # `lock_ttl` seconds; a run queued or running for longer than that counts as lost.
+    lock_ttl = 900
+
+    @property
+    def lock_name(self) -> str:
+        return f"source:{self.pk}"
+
     def is_due(self, now: datetime) -> bool:
         return self.last_attempt_at is None or self.last_attempt_at + self.refresh_interval <= now
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import F, Q, QuerySet
@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from memoryadmin.models import Team
-from sources.models import Health, Record, RefreshRun, Source, SourceState
+from sources.models import Health, Record, RefreshRun, RunStatus, Source, SourceState
 
 
 def team_sources(team: Team) -> QuerySet[Source]:
@@ -57,6 +57,22 @@ def inactive_records(source: Source, now: datetime | None = None) -> QuerySet[Re
 
 def latest_run(source: Source) -> RefreshRun | None:
     return RefreshRun.objects.filter(source=source).first()
+
+
+def sources_due(now: datetime) -> list[Source]:
+    """Approved sources whose refresh interval has passed, without a run queued or running
+    (one older than the lock's lifetime was lost and does not count), with their team."""
+    busy = set(
+        RefreshRun.objects.filter(
+            status__in=[RunStatus.QUEUED, RunStatus.RUNNING],
+            requested_at__gte=now - timedelta(seconds=Source.lock_ttl),
+        ).values_list("source_id", flat=True)
+    )
+    return [
+        source
+        for source in Source.objects.filter(state=SourceState.APPROVED).select_related("team")
+        if source.pk not in busy and source.is_due(now)
+    ]
 
 
 def context_records(

@@ -5,8 +5,8 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from sources.credentials import MAX_SECRET_CHARS, MAX_USERNAME_CHARS
 from sources.models import CredentialKind, Problem, Record, RefreshRun, Rejection, Source
-from sources.services import MAX_SECRET_CHARS, MAX_USERNAME_CHARS
 
 
 class SourceCountsSerializer(serializers.Serializer):

@@ -17,9 +17,10 @@ from bundles import selectors as brain_selectors
 from memoryadmin.audit import Actor
 from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import form_add_errors, team_view
-from sources import selectors, services
+from sources import selectors
 from sources.forms import SourceAddForm, SourceCredentialForm
 from sources.models import Health, RefreshRun, Source, SourceKind, SourceState
+from sources.services import lifecycle
 
 PAGE_SIZE = 50
 
@@ -41,7 +42,7 @@ def source_add(request: HttpRequest) -> HttpResponse:
         data = form.cleaned_data
         credential = form.credential()
         try:
-            source = services.source_add(
+            source = lifecycle.source_add(
                 actor=Actor.from_request(request),
                 team=request.team,
                 location=data["location"],
@@ -116,7 +117,7 @@ def _detail_page(
 @team_view(Action.MANAGE)
 def source_approve(request: HttpRequest, source_id: int) -> HttpResponse:
     source = selectors.team_source(request.team, source_id)
-    services.source_approve(actor=Actor.from_request(request), source=source)
+    lifecycle.source_approve(actor=Actor.from_request(request), source=source)
     messages.success(request, f"Approved {source.label}; a refresh has been queued.")
     return redirect("source-detail", team_slug=request.team.slug, source_id=source.pk)
 
@@ -125,7 +126,7 @@ def source_approve(request: HttpRequest, source_id: int) -> HttpResponse:
 @team_view(Action.MANAGE)
 def source_disable(request: HttpRequest, source_id: int) -> HttpResponse:
     source = selectors.team_source(request.team, source_id)
-    services.source_disable(actor=Actor.from_request(request), source=source)
+    lifecycle.source_disable(actor=Actor.from_request(request), source=source)
     messages.success(request, f"Disabled {source.label}; its records are no longer served.")
     return redirect("source-detail", team_slug=request.team.slug, source_id=source.pk)
 
@@ -137,7 +138,7 @@ def source_refresh(request: HttpRequest, source_id: int) -> HttpResponse:
     if source.state == SourceState.DISABLED:
         messages.error(request, "A disabled source is not refreshed; approve it first.")
     else:
-        run = services.source_refresh_request(actor=Actor.from_request(request), source=source)
+        run = lifecycle.source_refresh_request(actor=Actor.from_request(request), source=source)
         run.refresh_from_db()
         if run.error_code == "queue-unavailable":
             messages.error(request, "The task queue is unavailable; try again later.")
@@ -155,7 +156,7 @@ def source_credential(request: HttpRequest, source_id: int) -> HttpResponse:
     if form.is_valid():
         credential = form.credential()
         try:
-            source = services.source_credential_set(
+            source = lifecycle.source_credential_set(
                 actor=Actor.from_request(request), source=source, credential=credential
             )
         except ValidationError as exc:
@@ -186,7 +187,7 @@ def source_delete(request: HttpRequest, source_id: int) -> HttpResponse:
     source = selectors.team_source(request.team, source_id)
     if request.method == "POST":
         label = source.label
-        counts = services.source_delete(actor=Actor.from_request(request), source=source)
+        counts = lifecycle.source_delete(actor=Actor.from_request(request), source=source)
         messages.success(
             request,
             f"Deleted {label}: {counts['records']} records and {counts['runs']} refresh runs "

@@ -10,8 +10,9 @@ import pytest
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import Scope
-from sources import services
 from sources.models import Source
+from sources.services.lifecycle import source_add, source_approve
+from sources.services.refresh import source_refresh
 from tests.brain.conftest import export, exported
 from tests.bundles.helpers import chunk, embedding, make_bundle
 from tests.sources.helpers import record_text, write_source
@@ -21,16 +22,16 @@ A = "Deploys go out on Tuesdays\n\nSome body text."
 
 def _source(team, root) -> Source:  # type: ignore[no-untyped-def]
     write_source(root, {"a": record_text("a", title="Deploys go out on Tuesdays")})
-    source = services.source_add(actor=Actor.system(), team=team, location=str(root))
-    services.source_approve(actor=Actor.system(), source=source)
-    services.source_refresh(source_id=source.pk)
+    source = source_add(actor=Actor.system(), team=team, location=str(root))
+    source_approve(actor=Actor.system(), source=source)
+    source_refresh(source_id=source.pk)
     return source
 
 
 def _break(source: Source, root: Path) -> None:
     """A refresh that fails: the source keeps its records, marked stale."""
     (root / "memories.json").write_text("{not json", encoding="utf-8")
-    services.source_refresh(source_id=source.pk)
+    source_refresh(source_id=source.pk)
     source.refresh_from_db()
     assert source.health == "stale"
 

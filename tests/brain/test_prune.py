@@ -21,8 +21,9 @@ from bundles.tasks import prune_withdrawn_chunks
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent
 from reviews import services as review_services
-from sources import services
 from sources.models import Source
+from sources.services.lifecycle import source_add, source_approve, source_disable
+from sources.services.refresh import source_refresh
 from tests.brain.conftest import exported
 from tests.bundles.helpers import chunk, make_bundle
 from tests.reviews.conftest import M
@@ -38,10 +39,10 @@ def text(title: str) -> str:
 
 def approved(team, root, records: dict[str, str]) -> Source:  # type: ignore[no-untyped-def]
     write_source(root, records)
-    source = services.source_add(actor=SYSTEM, team=team, location=str(root))
+    source = source_add(actor=SYSTEM, team=team, location=str(root))
     source.refresh_from_db()  # outside a test transaction its first refresh already ran
-    services.source_approve(actor=SYSTEM, source=source)
-    services.source_refresh(source_id=source.pk)
+    source_approve(actor=SYSTEM, source=source)
+    source_refresh(source_id=source.pk)
     source.refresh_from_db()
     return source
 
@@ -70,7 +71,7 @@ def test_it_deletes_withdrawn_mirror_chunks_once_the_retention_period_is_over(
     )
     ids = set(Chunk.objects.filter(team=team).values_list("pk", flat=True))
     assert not Chunk.objects.filter(team=team, withdrawn_at__isnull=False).exists()
-    services.source_disable(actor=SYSTEM, source=source)
+    source_disable(actor=SYSTEM, source=source)
     withdrawn = Chunk.objects.filter(team=team, withdrawn_at__isnull=False)
     assert withdrawn.count() == 2  # the mirror noted when
     # Within the retention period nothing goes, and nothing is recorded.
@@ -89,7 +90,7 @@ def test_it_deletes_withdrawn_mirror_chunks_once_the_retention_period_is_over(
     assert event.data["chunks"]["count"] == 2
     assert {n for low, high in event.data["chunks"]["ranges"] for n in range(low, high + 1)} == ids
     # Approved again, the records come back as new chunks and are served.
-    services.source_approve(actor=SYSTEM, source=source)
+    source_approve(actor=SYSTEM, source=source)
     assert set(exported(token_client(team, ["bundles:export"]))) == {
         text("Deploys go out on Tuesdays"),
         text("Short answers"),
@@ -127,8 +128,8 @@ def test_it_keeps_what_an_import_a_user_an_edge_or_another_origin_still_holds(
     )
     # Another team's withdrawn chunk is not this prune's business.
     other = approved(other_team, tmp_path / "other", {"o": record_text("o", title="Plain")})
-    services.source_disable(actor=SYSTEM, source=other)
-    services.source_disable(actor=SYSTEM, source=source)
+    source_disable(actor=SYSTEM, source=other)
+    source_disable(actor=SYSTEM, source=source)
     age(team, days=400)
     age(other_team, days=400)
 
@@ -158,7 +159,7 @@ def test_it_gives_an_old_text_its_full_retention_and_finds_it_again_on_revert(te
             )
         },
     )
-    services.source_refresh(source_id=source.pk)
+    source_refresh(source_id=source.pk)
     old.refresh_from_db()
     assert old.withdrawn_at is not None  # its origin moved to the new text
     assert brain_prune_withdrawn(team=team, older_than=MONTH)[0].deleted == 0
@@ -166,7 +167,7 @@ def test_it_gives_an_old_text_its_full_retention_and_finds_it_again_on_revert(te
         tmp_path,
         {"a": record_text("a", title="Deploys go out on Tuesdays", updated="2026-01-04T00:00:00Z")},
     )
-    services.source_refresh(source_id=source.pk)
+    source_refresh(source_id=source.pk)
     old.refresh_from_db()
     assert old.withdrawn_at is None  # served again: the same chunk, found by its hash
     assert ChunkOrigin.objects.get(team=team).chunk_id == old.pk
@@ -220,7 +221,7 @@ def test_it_runs_daily_from_beat_with_the_configured_retention(team, tmp_path, s
     assert entry["task"] == prune_withdrawn_chunks.name
     assert entry["schedule"].hour == {3} and entry["schedule"].minute == {40}
     source = approved(team, tmp_path, {"a": record_text("a", title="Deploys go out on Tuesdays")})
-    services.source_disable(actor=SYSTEM, source=source)
+    source_disable(actor=SYSTEM, source=source)
     age(team, days=10)
     settings.BRAIN_WITHDRAWN_RETENTION_DAYS = 30
     prune_withdrawn_chunks.delay()
@@ -243,7 +244,7 @@ def test_it_never_deletes_a_chunk_a_concurrent_mirror_brings_back(team, tmp_path
     if connection.vendor != "postgresql":
         pytest.skip("SQLite has one writer at a time: the prune and a mirror cannot overlap")
     source = approved(team, tmp_path, {"a": record_text("a", title="Deploys go out on Tuesdays")})
-    services.source_disable(actor=SYSTEM, source=source)
+    source_disable(actor=SYSTEM, source=source)
     age(team)
     origin = ChunkOrigin.objects.get(team=team)
     updated, release = threading.Event(), threading.Event()

@@ -149,7 +149,8 @@ def test_it_refuses_propose_to_outside_the_team_or_without_push(
 def test_it_orders_context_pinned_first_with_provenance_and_logs_reads(
     repository, remote, team, tmp_path, token_client
 ):
-    from sources import services as source_services
+    from sources.services.lifecycle import source_add, source_approve
+    from sources.services.refresh import source_refresh
     from tests.sources.helpers import record_text, write_source
 
     remote.commit(
@@ -162,9 +163,9 @@ def test_it_orders_context_pinned_first_with_provenance_and_logs_reads(
     )
     services.repository_sync(repository_id=repository.pk)
     write_source(tmp_path, {"a": record_text("a", title="Deploys go out on Tuesdays")})
-    source = source_services.source_add(actor=Actor.system(), team=team, location=str(tmp_path))
-    source_services.source_approve(actor=Actor.system(), source=source)
-    source_services.source_refresh(source_id=source.pk)
+    source = source_add(actor=Actor.system(), team=team, location=str(tmp_path))
+    source_approve(actor=Actor.system(), source=source)
+    source_refresh(source_id=source.pk)
     client = token_client(team, ["context:read", "bundles:export"])
     plain = client.get("/api/context/").json()
     assert [r["id"] for r in plain["records"]] == ["a"] and "origin" not in plain["records"][0]

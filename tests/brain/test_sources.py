@@ -10,9 +10,10 @@ from django.utils import timezone
 from bundles.models import Chunk, ChunkOrigin
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent
-from sources import services
 from sources.fetchers import Credential
 from sources.models import Source
+from sources.services.lifecycle import source_add, source_approve, source_delete, source_disable
+from sources.services.refresh import source_refresh
 from tests.brain.conftest import exported, stream_contents
 from tests.sources.helpers import manifest_text, record_text, write_source
 
@@ -20,14 +21,14 @@ A = "Deploys go out on Tuesdays\n\nSome body text."
 
 
 def _refresh(source: Source) -> None:
-    services.source_refresh(source_id=source.pk)
+    source_refresh(source_id=source.pk)
     source.refresh_from_db()
 
 
 def _approved(team, root, records) -> Source:  # type: ignore[no-untyped-def]
     write_source(root, records)
-    source = services.source_add(actor=Actor.system(), team=team, location=str(root))
-    services.source_approve(actor=Actor.system(), source=source)
+    source = source_add(actor=Actor.system(), team=team, location=str(root))
+    source_approve(actor=Actor.system(), source=source)
     _refresh(source)
     return source
 
@@ -76,7 +77,7 @@ def test_it_exports_a_refreshed_source_with_provenance_and_mapped_types(
     # Re-running changes nothing: same chunks, origins, and no new mirror event.
     before = _state(team)
     _refresh(source)
-    services.source_approve(actor=Actor.system(), source=source)
+    source_approve(actor=Actor.system(), source=source)
     assert _state(team) == before
 
 
@@ -126,9 +127,9 @@ def test_it_withdraws_on_disable_and_returns_on_approval_without_duplicates(
     source = _approved(team, tmp_path, {"a": record_text("a", title="Deploys go out on Tuesdays")})
     client = token_client(team, ["bundles:export"])
     chunk_id = exported(client)[A]["id"]
-    services.source_disable(actor=Actor.system(), source=source)
+    source_disable(actor=Actor.system(), source=source)
     assert exported(client) == {}
-    services.source_approve(actor=Actor.system(), source=source)
+    source_approve(actor=Actor.system(), source=source)
     chunks = exported(client)
     assert list(chunks) == [A] and chunks[A]["id"] == chunk_id
     assert Chunk.objects.filter(team=team).count() == 1
@@ -137,13 +138,13 @@ def test_it_withdraws_on_disable_and_returns_on_approval_without_duplicates(
 def test_it_marks_stale_records_and_withdraws_denied_sources(https_server, team, token_client):
     https_server.serve("memories.json", manifest_text(["a"], name="Remote"))
     https_server.serve("records/a.md", record_text("a", title="Deploys go out on Tuesdays"))
-    source = services.source_add(
+    source = source_add(
         actor=Actor.system(),
         team=team,
         location=https_server.base,
         credential=Credential(kind="bearer", token="s3cret-token"),
     )
-    services.source_approve(actor=Actor.system(), source=source)
+    source_approve(actor=Actor.system(), source=source)
     _refresh(source)
     client = token_client(team, ["bundles:export"])
     chunk_id = exported(client)[A]["id"]
@@ -178,7 +179,7 @@ def test_it_keeps_one_chunk_for_the_same_text_imported_and_from_a_source(
     )
     assert report["report"]["chunks"]["skipped_duplicate"] == 1
     assert any("memoryadmin_claimed" in w for w in report["report"]["warnings"])
-    services.source_disable(actor=Actor.system(), source=source)
+    source_disable(actor=Actor.system(), source=source)
     # The import is an origin of its own: the text stays served.
     client = token_client(team, ["bundles:export"])
     assert list(exported(client)) == [A]
@@ -214,7 +215,7 @@ def test_it_names_a_deleted_source_on_the_brain_page_without_a_dead_link(
         page = client.get(url).content.decode()
     assert f'/t/{team.slug}/sources/{gone.pk}/">{gone_name}</a>' in page
 
-    services.source_delete(actor=Actor.system(), source=gone)
+    source_delete(actor=Actor.system(), source=gone)
     with CaptureQueriesContext(connection) as after:
         response = client.get(url)
     page = response.content.decode()

@@ -16,8 +16,9 @@ import pytest
 from django.db import transaction
 
 from memoryadmin.audit import Actor
-from sources import services
 from sources.models import Health, Record, Rejection, RunStatus, Snapshot, Source
+from sources.services.lifecycle import source_add, source_approve
+from sources.services.refresh import source_refresh
 from tests.corpus.hostile import (
     BAD_PATHS,
     LOOKALIKE_PATHS,
@@ -31,12 +32,12 @@ from tests.sources.helpers import manifest_text, record_text, write_source
 
 def _source(team, root: Path | str) -> Source:  # type: ignore[no-untyped-def]
     with transaction.atomic():
-        source = services.source_add(actor=Actor.system(), team=team, location=str(root))
-    return services.source_approve(actor=Actor.system(), source=source)
+        source = source_add(actor=Actor.system(), team=team, location=str(root))
+    return source_approve(actor=Actor.system(), source=source)
 
 
 def _refresh(source: Source):  # type: ignore[no-untyped-def]
-    run = services.source_refresh(source_id=source.pk)
+    run = source_refresh(source_id=source.pk)
     source.refresh_from_db()
     return run
 

@@ -23,8 +23,8 @@ from memoryadmin.audit import Actor
 from memoryadmin.models import Role
 from reviews import services as review_services
 from reviews.models import Memory, Repository
-from sources import services as source_services
 from sources.models import Source
+from sources.services.lifecycle import source_add, source_approve
 from tests.e2e.conftest import login, shot
 from tests.reviews.conftest import M, make_remote, memory_text
 from tests.sources.helpers import record_text, write_source
@@ -93,8 +93,8 @@ def world(team, make_user, tmp_path, settings, tracker) -> World:  # type: ignor
         tmp_path / "source", {"rec": record_text("rec", title="tracked record", body=body)}
     )
     with transaction.atomic():
-        source = source_services.source_add(actor=actor, team=team, location=str(directory))
-    source_services.source_approve(actor=actor, source=source)  # refreshes on commit (eager)
+        source = source_add(actor=actor, team=team, location=str(directory))
+    source_approve(actor=actor, source=source)  # refreshes on commit (eager)
     remote = make_remote(tmp_path / "git")
     memory_id = "20260301-tracked"
     remote.commit(

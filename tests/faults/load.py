@@ -222,7 +222,8 @@ def build_world(root: Path, cfg: Config) -> World:
     from memoryadmin.models import Scope
     from memoryadmin.services import team_create, token_create
     from reviews.services import repository_create, repository_sync
-    from sources import services as source_services
+    from sources.services.lifecycle import source_add, source_approve
+    from sources.services.refresh import source_refresh
 
     system = Actor.system()
     team = team_create(actor=system, slug=TEAM_SLUG, name="Load")
@@ -231,9 +232,9 @@ def build_world(root: Path, cfg: Config) -> World:
     for i in range(cfg.records):
         write_record(source_root, i, i + 1)
     with transaction.atomic():
-        source = source_services.source_add(actor=system, team=team, location=str(source_root))
-    source_services.source_approve(actor=system, source=source)
-    run = source_services.source_refresh(source_id=source.pk)
+        source = source_add(actor=system, team=team, location=str(source_root))
+    source_approve(actor=system, source=source)
+    run = source_refresh(source_id=source.pk)
     assert run.status == "succeeded", (run.status, run.error)
     base = 5
     bare = make_load_remote(root / "git", proposals=cfg.proposals, base=base)
@@ -474,7 +475,7 @@ def refresher(world: World, stats: Stats, cfg: Config, stop: float, halt: thread
 
     from memoryadmin.audit import Actor
     from sources.models import Source
-    from sources.services import source_refresh_request
+    from sources.services.lifecycle import source_refresh_request
 
     interval = max(0.5, (stop - time.monotonic()) / (cfg.refreshes + 1))
     try:

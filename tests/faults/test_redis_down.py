@@ -22,7 +22,7 @@ from memoryadmin.audit import Actor
 from memoryadmin.models import Role, Scope
 from reviews.models import Decision, Memory, PushState
 from reviews.services import repository_create, repository_sync
-from sources import services
+from sources.services.lifecycle import source_add, source_approve
 from tests.bundles.helpers import chunk, make_bundle
 from tests.conftest import ROOT, _worker_env
 from tests.corpus.hostile import closed_port
@@ -83,8 +83,8 @@ def test_it_stays_up_and_says_so_when_redis_is_down(
     make_user("alice", team=team, role=Role.ADMIN)
     root = write_source(tmp_path / "src", {"a": record_text("a")})
     with transaction.atomic():
-        source = services.source_add(actor=Actor.system(), team=team, location=str(root))
-    services.source_approve(actor=Actor.system(), source=source)
+        source = source_add(actor=Actor.system(), team=team, location=str(root))
+    source_approve(actor=Actor.system(), source=source)
     remote = make_remote(tmp_path / "git")
     with transaction.atomic():
         repository = repository_create(

@@ -24,8 +24,8 @@ from reviews.models import Decision, Memory, PushState
 from reviews.services import proposal_approve, repository_create, repository_sync
 from reviews.services.push import TRAILER
 from reviews.tasks import sync_due_repositories
-from sources import services
 from sources.models import RefreshRun, RunStatus, Snapshot, Source
+from sources.services.lifecycle import source_add, source_approve, source_refresh_request
 from tests.conftest import wait_for
 from tests.faults.workers import worker
 from tests.reviews.conftest import git, make_remote
@@ -92,8 +92,8 @@ def test_it_keeps_the_old_snapshot_when_a_refresh_is_killed(
     try:
         app.conf.task_always_eager = True  # setup: the refresh on approval runs here
         with transaction.atomic():
-            source = services.source_add(actor=Actor.system(), team=team, location=server.base)
-            services.source_approve(actor=Actor.system(), source=source)
+            source = source_add(actor=Actor.system(), team=team, location=server.base)
+            source_approve(actor=Actor.system(), source=source)
         app.conf.task_always_eager = False
         before = _state(source)
         snapshots = Snapshot.objects.filter(source=source).count()
@@ -104,7 +104,7 @@ def test_it_keeps_the_old_snapshot_when_a_refresh_is_killed(
         env = {**LEASE_ENV, "MEMORYADMIN_SOURCE_ALLOW_HTTP_LOOPBACK": "true"}
         with worker(tmp_path, queue=app.conf.task_default_queue, env=env) as running:
             with transaction.atomic():
-                first = services.source_refresh_request(actor=Actor.system(), source=source)
+                first = source_refresh_request(actor=Actor.system(), source=source)
             assert server.asked.wait(30), RefreshRun.objects.get(pk=first.pk).__dict__
             assert RefreshRun.objects.get(pk=first.pk).status == RunStatus.RUNNING
             running.kill_child()  # mid-refresh: the held record is being read
@@ -114,7 +114,7 @@ def test_it_keeps_the_old_snapshot_when_a_refresh_is_killed(
             assert Snapshot.objects.filter(source=source).count() == snapshots
 
             with transaction.atomic():  # a re-run, on the worker's fresh child
-                second = services.source_refresh_request(actor=Actor.system(), source=source)
+                second = source_refresh_request(actor=Actor.system(), source=source)
             wait_for(lambda: RefreshRun.objects.get(pk=second.pk).is_finished, timeout=90)
             wait_for(lambda: RefreshRun.objects.get(pk=first.pk).is_finished, timeout=30)
             log = running.log_path.read_text()

@@ -18,7 +18,7 @@ from django.urls import reverse
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import Role
-from sources import services as source_services
+from sources.services.lifecycle import source_add
 from tests.sources.helpers import record_text, write_source
 from webhooks.services.endpoints import endpoint_create
 
@@ -134,7 +134,7 @@ def test_it_never_renders_a_secret_back_on_the_edit_forms(db, team, make_user, t
     client = _admin_client(make_user, team)
     actor = Actor.system()
     with transaction.atomic():
-        source = source_services.source_add(
+        source = source_add(
             actor=actor,
             team=team,
             location=str(write_source(tmp_path / "src", {"r1": record_text("r1")})),

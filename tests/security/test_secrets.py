@@ -24,8 +24,9 @@ from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent, Role, Scope
 from reviews import services as review_services
 from reviews.models import Memory, PushState
-from sources import services as source_services
 from sources.fetchers import Credential
+from sources.services.lifecycle import source_add, source_approve
+from sources.services.refresh import source_refresh
 from tests.reviews.test_http_remote import TOKEN as REPO_TOKEN
 from tests.security.test_access_matrix import PAGES, _kwargs
 from tests.security.world import build_team
@@ -99,18 +100,18 @@ def test_it_never_shows_logs_or_stores_a_secret_in_clear(
     https_server.routes["/src/memories.json"] = bearer_only
     https_server.serve("records/s1.md", record_text("s1"))
     with django_capture_on_commit_callbacks(execute=True):
-        source = source_services.source_add(
+        source = source_add(
             actor=actor,
             team=team,
             location=https_server.base,
             credential=Credential(kind="bearer", token=SOURCE_TOKEN),
         )
-    source_services.source_approve(actor=actor, source=source)
-    ok_run = source_services.source_refresh(source_id=source.pk)
+    source_approve(actor=actor, source=source)
+    ok_run = source_refresh(source_id=source.pk)
     assert ok_run.status == "succeeded", ok_run.error
     assert any(h.get("Authorization") == f"Bearer {SOURCE_TOKEN}" for _, h in https_server.requests)
     https_server.routes["/src/memories.json"] = (401, {}, f"echo {SOURCE_TOKEN}".encode())
-    denied_run = source_services.source_refresh(source_id=source.pk)
+    denied_run = source_refresh(source_id=source.pk)
     assert denied_run.status == "denied"
 
     browser = Client()

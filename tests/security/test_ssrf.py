@@ -10,8 +10,9 @@ import pytest
 from django.db import transaction
 
 from memoryadmin.audit import Actor
-from sources import services as source_services
 from sources.models import RunStatus
+from sources.services.lifecycle import source_add, source_approve
+from sources.services.refresh import source_refresh
 from tests.sources.helpers import manifest_text, record_text
 from webhooks import netguard
 from webhooks.delivery import delivery_attempt
@@ -40,12 +41,12 @@ def test_it_refuses_a_source_on_an_internal_address(team, settings, https_server
     location = f"https://{host}:{https_server.port}/src/"
     try:
         with transaction.atomic():
-            source = source_services.source_add(actor=Actor.system(), team=team, location=location)
+            source = source_add(actor=Actor.system(), team=team, location=location)
     except Exception as exc:  # refused at the door is fine too
         assert "location" in str(exc).lower() or "address" in str(exc).lower(), exc
         return
-    source_services.source_approve(actor=Actor.system(), source=source)
-    run = source_services.source_refresh(source_id=source.pk)
+    source_approve(actor=Actor.system(), source=source)
+    run = source_refresh(source_id=source.pk)
     assert run.status == RunStatus.FAILED
     assert run.error_code in ("private-address", "unreachable", "insecure-url"), run.error
     assert https_server.requests == []

@@ -14,8 +14,9 @@ from memoryadmin.audit import Actor
 from memoryadmin.models import ApiToken, AuditEvent, Membership, Team
 from reviews import services as review_services
 from reviews.models import Decision, Memory, Repository
-from sources import services as source_services
 from sources.models import RefreshRun, Source
+from sources.services.lifecycle import source_add, source_approve, source_refresh_request
+from sources.services.refresh import source_refresh
 from tests.bundles.helpers import chunk, make_bundle
 from tests.reviews.conftest import M, make_remote, memory_text
 from tests.sources.helpers import record_text, write_source
@@ -76,12 +77,10 @@ def build_team(
         {f"{label}-rec": record_text(f"{label}-rec", title=f"{label} record", body=body)},
     )
     with transaction.atomic():
-        source = source_services.source_add(
-            actor=actor, team=team, location=str(source_dir), credential=credential
-        )
-    source_services.source_approve(actor=actor, source=source)
-    run = source_services.source_refresh_request(actor=actor, source=source)
-    source_services.source_refresh(source_id=source.pk, run_id=run.pk)
+        source = source_add(actor=actor, team=team, location=str(source_dir), credential=credential)
+    source_approve(actor=actor, source=source)
+    run = source_refresh_request(actor=actor, source=source)
+    source_refresh(source_id=source.pk, run_id=run.pk)
     source.refresh_from_db()
 
     remote = make_remote(root / f"git-{label}")

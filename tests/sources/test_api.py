@@ -7,8 +7,9 @@ from datetime import timedelta
 from django.utils import timezone
 
 from memoryadmin.audit import Actor
-from sources import services
 from sources.models import Health, Source
+from sources.services.lifecycle import source_add, source_approve
+from sources.services.refresh import source_refresh
 from tests.sources.helpers import record_text, write_source
 
 PROJECT = "https://example.org/p"
@@ -16,9 +17,9 @@ PROJECT = "https://example.org/p"
 
 def _source(team, root, records):  # type: ignore[no-untyped-def]
     write_source(root, records)
-    source = services.source_add(actor=Actor.system(), team=team, location=str(root))
-    services.source_approve(actor=Actor.system(), source=source)
-    services.source_refresh(source_id=source.pk)
+    source = source_add(actor=Actor.system(), team=team, location=str(root))
+    source_approve(actor=Actor.system(), source=source)
+    source_refresh(source_id=source.pk)
     source.refresh_from_db()
     return source
 
@@ -93,7 +94,7 @@ def test_it_flags_stale_records_and_hides_denied_sources(token_client, team, tmp
     )
     denied = _source(team, tmp_path / "d", {"d": record_text("d")})
     (tmp_path / "s" / "memories.json").unlink()
-    services.source_refresh(source_id=stale.pk)
+    source_refresh(source_id=stale.pk)
     Source.objects.filter(pk=denied.pk).update(health=Health.DENIED)
     client = token_client(team, ["context:read"])
     records = client.get("/api/context/").json()["records"]

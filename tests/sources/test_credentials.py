@@ -9,9 +9,12 @@ from django.urls import reverse
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent
-from sources import selectors, services
+from sources import selectors
+from sources.credentials import source_credential
 from sources.fetchers import Credential
 from sources.models import CredentialKind, Health, RefreshRun, RunStatus, Source
+from sources.services.lifecycle import source_add, source_approve, source_credential_set
+from sources.services.refresh import source_refresh
 from tests.sources.helpers import manifest_text, record_text
 
 OLD, NEW = "old-s3cret-token", "new-s3cret-token"
@@ -34,14 +37,12 @@ def _guarded(server, accepted: set[str]) -> None:  # type: ignore[no-untyped-def
 
 
 def _source(team, url: str, credential: Credential | None = None) -> Source:  # type: ignore[no-untyped-def]
-    source = services.source_add(
-        actor=Actor.system(), team=team, location=url, credential=credential
-    )
-    return services.source_approve(actor=Actor.system(), source=source)
+    source = source_add(actor=Actor.system(), team=team, location=url, credential=credential)
+    return source_approve(actor=Actor.system(), source=source)
 
 
 def _refresh(source: Source) -> RefreshRun:
-    run = services.source_refresh(source_id=source.pk)
+    run = source_refresh(source_id=source.pk)
     source.refresh_from_db()
     return run
 
@@ -70,7 +71,7 @@ def test_it_replaces_the_credential_of_a_denied_source_and_the_next_refresh_reco
     assert source.health == Health.DENIED and list(selectors.context_records(team)) == []
     added_at = source.credential_changed_at
 
-    source = services.source_credential_set(
+    source = source_credential_set(
         actor=Actor(user=admin_user), source=source, credential=Credential("bearer", NEW)
     )
     assert source.health == Health.DENIED  # nothing is fetched until the next refresh
@@ -91,7 +92,7 @@ def test_it_replaces_the_credential_of_a_denied_source_and_the_next_refresh_reco
 def test_it_switches_to_basic_auth_and_clears_the_credential(https_server, team):
     _guarded(https_server, {"Basic dXNlcjpwYXNzIHdvcmQ=", ""})  # user:pass word, or none
     source = _source(team, https_server.base, Credential(kind="bearer", token=OLD))
-    services.source_credential_set(
+    source_credential_set(
         actor=Actor.system(),
         source=source,
         credential=Credential(kind="basic", username="user", password="pass word"),
@@ -101,7 +102,7 @@ def test_it_switches_to_basic_auth_and_clears_the_credential(https_server, team)
     assert _refresh(source).status == RunStatus.SUCCEEDED
     assert https_server.requests[-1][1]["Authorization"] == "Basic dXNlcjpwYXNzIHdvcmQ="
 
-    services.source_credential_set(actor=Actor.system(), source=source, credential=None)
+    source_credential_set(actor=Actor.system(), source=source, credential=None)
     source.refresh_from_db()
     assert not source.has_credential and source.credential_kind == CredentialKind.NONE
     assert source.credential_changed_at is not None
@@ -111,9 +112,7 @@ def test_it_switches_to_basic_auth_and_clears_the_credential(https_server, team)
     assert cleared.data["from"] == "basic" and cleared.data["to"] == "none"
 
     # Clearing again changes nothing and records nothing.
-    services.source_credential_set(
-        actor=Actor.system(), source=source, credential=Credential(kind="none")
-    )
+    source_credential_set(actor=Actor.system(), source=source, credential=Credential(kind="none"))
     assert AuditEvent.objects.filter(action__startswith="source.credential").count() == 2
 
 
@@ -135,7 +134,7 @@ def test_it_refuses_a_credential_it_cannot_send_and_changes_nothing(
     source = _source(team, https_server.base, Credential(kind="bearer", token=OLD))
     before = (source.credential_kind, source.credential_encrypted, source.credential_changed_at)
     with pytest.raises(ValidationError) as info:
-        services.source_credential_set(actor=Actor.system(), source=source, credential=credential)
+        source_credential_set(actor=Actor.system(), source=source, credential=credential)
     assert field in info.value.message_dict
     source.refresh_from_db()
     assert (source.credential_kind, source.credential_encrypted, source.credential_changed_at) == (
@@ -145,9 +144,9 @@ def test_it_refuses_a_credential_it_cannot_send_and_changes_nothing(
 
 
 def test_it_refuses_a_credential_for_a_local_directory(team, tmp_path):
-    source = services.source_add(actor=Actor.system(), team=team, location=str(tmp_path))
+    source = source_add(actor=Actor.system(), team=team, location=str(tmp_path))
     with pytest.raises(ValidationError) as info:
-        services.source_credential_set(
+        source_credential_set(
             actor=Actor.system(), source=source, credential=Credential("bearer", NEW)
         )
     assert "credential_kind" in info.value.message_dict
@@ -194,7 +193,7 @@ def test_it_replaces_the_credential_from_the_source_page_and_says_what_happens_n
     assert "use Refresh now to try it at once" in page
     assert NEW not in page and OLD not in page
     source.refresh_from_db()
-    assert services.source_credential(source).token == NEW
+    assert source_credential(source).token == NEW
     assert AuditEvent.objects.get(action="source.credential.set").actor_user == admin_user
 
 
@@ -212,7 +211,7 @@ def test_it_shows_form_errors_on_the_source_page_and_keeps_the_old_credential(
     assert "no colon" in response.content.decode()
     assert client.get(url).status_code == 405
     source.refresh_from_db()
-    assert services.source_credential(source).token == OLD
+    assert source_credential(source).token == OLD
 
 
 def test_it_refuses_the_credential_form_to_viewers_and_reviewers(
@@ -268,7 +267,7 @@ def test_it_answers_400_with_a_code_for_a_credential_it_refuses(
     assert response.status_code == 400
     response = api.put(url, "not json", content_type="application/json")
     assert response.status_code == 400
-    local = services.source_add(actor=Actor.system(), team=team, location=str(tmp_path))
+    local = source_add(actor=Actor.system(), team=team, location=str(tmp_path))
     response = api.put(
         f"/api/sources/{local.pk}/credential/", {"kind": "bearer", "token": NEW}, format="json"
     )
@@ -277,7 +276,7 @@ def test_it_answers_400_with_a_code_for_a_credential_it_refuses(
         "kind": ["A local directory takes no credential."]
     }
     source.refresh_from_db()
-    assert services.source_credential(source).token == OLD
+    assert source_credential(source).token == OLD
 
 
 def test_it_refuses_the_credential_api_without_the_manage_scope_or_role(

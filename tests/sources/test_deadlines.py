@@ -7,15 +7,16 @@ deadline on the whole request or refresh ends the read.
 from __future__ import annotations
 
 from memoryadmin.audit import Actor
-from sources import services, tasks
+from sources import tasks
 from sources.models import Health, RefreshRun, RunStatus, Source
+from sources.services.lifecycle import source_add, source_approve, source_refresh_request
 from tests.sources.conftest import drip
 from tests.sources.helpers import manifest_text, record_text
 
 
 def _approved(team, url: str) -> Source:  # type: ignore[no-untyped-def]
-    source = services.source_add(actor=Actor.system(), team=team, location=url)
-    return services.source_approve(actor=Actor.system(), source=source)
+    source = source_add(actor=Actor.system(), team=team, location=url)
+    return source_approve(actor=Actor.system(), source=source)
 
 
 def _publish(server, ids: list[str]) -> None:  # type: ignore[no-untyped-def]
@@ -25,8 +26,8 @@ def _publish(server, ids: list[str]) -> None:  # type: ignore[no-untyped-def]
 
 
 def _refresh_through_the_task(source: Source) -> RefreshRun:
-    run = services.source_refresh_request(actor=Actor.system(), source=source)
-    tasks.refresh_source.delay(source.pk, run.pk)  # eager in tests: runs the task body here
+    run = source_refresh_request(actor=Actor.system(), source=source)
+    tasks.source_refresh.delay(source.pk, run.pk)  # eager in tests: runs the task body here
     run.refresh_from_db()
     source.refresh_from_db()
     return run

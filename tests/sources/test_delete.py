@@ -10,10 +10,17 @@ from bundles.models import Chunk
 from bundles.selectors import served_chunks
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent
-from sources import selectors, services
+from sources import selectors
 from sources.fetchers import Credential
 from sources.models import HttpValidator, Record, RefreshRun, RunStatus, Snapshot, Source
-from sources.tasks import refresh_source
+from sources.services.lifecycle import (
+    source_add,
+    source_approve,
+    source_delete,
+    source_refresh_request,
+)
+from sources.services.refresh import source_refresh
+from sources.tasks import source_refresh as source_refresh_task
 from tests.sources.helpers import manifest_text, record_text, write_source
 
 SHARED = "Deploys go out on Tuesdays"
@@ -21,9 +28,9 @@ SHARED = "Deploys go out on Tuesdays"
 
 def _approved(team, root, records: dict[str, str]) -> Source:  # type: ignore[no-untyped-def]
     write_source(root, records)
-    source = services.source_add(actor=Actor.system(), team=team, location=str(root))
-    services.source_approve(actor=Actor.system(), source=source)
-    services.source_refresh(source_id=source.pk)
+    source = source_add(actor=Actor.system(), team=team, location=str(root))
+    source_approve(actor=Actor.system(), source=source)
+    source_refresh(source_id=source.pk)
     source.refresh_from_db()
     return source
 
@@ -37,9 +44,9 @@ def test_it_deletes_the_source_with_its_snapshots_records_and_runs(team, tmp_pat
     source = _approved(
         team, tmp_path / "one", {"a": record_text("a"), "b": record_text("b", title="B")}
     )
-    services.source_refresh(source_id=source.pk)
+    source_refresh(source_id=source.pk)
     other = _approved(team, tmp_path / "two", {"c": record_text("c", title="C")})
-    counts = services.source_delete(actor=Actor(user=admin_user), source=source)
+    counts = source_delete(actor=Actor(user=admin_user), source=source)
     # runs: queued by add and approve, and two refreshes
     assert counts == {"snapshots": 1, "records": 2, "runs": 4}
     assert not Source.objects.filter(pk=source.pk).exists()
@@ -63,7 +70,7 @@ def test_it_withdraws_from_the_brain_only_what_the_deleted_source_backed(team, t
     _approved(team, tmp_path / "two", {"z": record_text("z", title=SHARED)})
     assert _served(team) == {SHARED, "Only here"}
     chunks = Chunk.objects.filter(team=team).count()
-    services.source_delete(actor=Actor.system(), source=first)
+    source_delete(actor=Actor.system(), source=first)
     assert _served(team) == {SHARED}  # still backed by the other source
     assert Chunk.objects.filter(team=team).count() == chunks  # withdrawn, never deleted
     mirror = AuditEvent.objects.filter(action="brain.mirror").order_by("-pk").first()
@@ -73,16 +80,16 @@ def test_it_withdraws_from_the_brain_only_what_the_deleted_source_backed(team, t
 def test_it_keeps_the_credential_out_of_the_delete_event(https_server, team):
     https_server.serve("memories.json", manifest_text(["a"]))
     https_server.serve("records/a.md", record_text("a"))
-    source = services.source_add(
+    source = source_add(
         actor=Actor.system(),
         team=team,
         location=https_server.base,
         credential=Credential(kind="bearer", token="s3cret-token"),
     )
-    services.source_approve(actor=Actor.system(), source=source)
-    services.source_refresh(source_id=source.pk)
+    source_approve(actor=Actor.system(), source=source)
+    source_refresh(source_id=source.pk)
     assert HttpValidator.objects.filter(source=source).exists()
-    services.source_delete(actor=Actor.system(), source=source)
+    source_delete(actor=Actor.system(), source=source)
     assert not HttpValidator.objects.filter(source_id=source.pk).exists()
     event = AuditEvent.objects.get(action="source.delete")
     assert event.data["credential"] == "bearer"
@@ -91,9 +98,9 @@ def test_it_keeps_the_credential_out_of_the_delete_event(https_server, team):
 
 def test_it_ends_a_refresh_task_quietly_when_its_source_was_deleted(team, tmp_path):
     source = _approved(team, tmp_path, {"a": record_text("a")})
-    run = services.source_refresh_request(actor=Actor.system(), source=source)
-    services.source_delete(actor=Actor.system(), source=source)
-    result = refresh_source.apply(args=[source.pk, run.pk])
+    run = source_refresh_request(actor=Actor.system(), source=source)
+    source_delete(actor=Actor.system(), source=source)
+    result = source_refresh_task.apply(args=[source.pk, run.pk])
     assert result.successful() and result.result == "gone"
 
 
@@ -103,20 +110,20 @@ def test_it_ends_quietly_when_the_source_is_deleted_during_its_refresh(
     """The delete commits from another connection while the worker is reading the manifest."""
     https_server.serve("memories.json", manifest_text(["a"]))
     https_server.serve("records/a.md", record_text("a"))
-    source = services.source_add(actor=Actor.system(), team=team, location=https_server.base)
-    services.source_approve(actor=Actor.system(), source=source)  # runs its refresh on commit
+    source = source_add(actor=Actor.system(), team=team, location=https_server.base)
+    source_approve(actor=Actor.system(), source=source)  # runs its refresh on commit
     source.refresh_from_db()
     assert source.current_snapshot is not None
 
     def delete_then_answer(_request):  # type: ignore[no-untyped-def]
         try:
-            services.source_delete(actor=Actor.system(), source=Source.objects.get(pk=source.pk))
+            source_delete(actor=Actor.system(), source=Source.objects.get(pk=source.pk))
         finally:
             connection.close()  # this server thread's own database connection
         return (200, {}, manifest_text(["a"]).encode())
 
     https_server.routes["/src/memories.json"] = delete_then_answer
-    result = refresh_source.apply(args=[source.pk])
+    result = source_refresh_task.apply(args=[source.pk])
     assert result.successful() and result.result == "gone"
     assert not Source.objects.filter(pk=source.pk).exists()
     assert not Snapshot.objects.filter(source_id=source.pk).exists()
@@ -177,9 +184,9 @@ def test_it_deletes_through_the_api_with_the_manage_scope_only(
 
 
 def test_it_skips_a_deleted_source_in_the_beat_job(team, tmp_path):
-    from sources.tasks import refresh_due_sources
+    from sources.tasks import sources_refresh_due
 
     source = _approved(team, tmp_path, {"a": record_text("a")})
     RefreshRun.objects.filter(source=source).update(status=RunStatus.SUCCEEDED)
-    services.source_delete(actor=Actor.system(), source=source)
-    assert refresh_due_sources() == 0
+    source_delete(actor=Actor.system(), source=source)
+    assert sources_refresh_due() == 0

@@ -6,8 +6,9 @@ so a second lookup of the name would be seen and would get the second answer."""
 from __future__ import annotations
 
 from memoryadmin.audit import Actor
-from sources import services
 from sources.models import RefreshRun, RunStatus, Source
+from sources.services.lifecycle import source_add, source_approve
+from sources.services.refresh import source_refresh
 from tests.sources.helpers import manifest_text, record_text
 
 
@@ -18,9 +19,9 @@ def _publish(server, ids: list[str]) -> None:  # type: ignore[no-untyped-def]
 
 
 def _refresh(team, url: str) -> tuple[Source, RefreshRun]:  # type: ignore[no-untyped-def]
-    source = services.source_add(actor=Actor.system(), team=team, location=url)
-    services.source_approve(actor=Actor.system(), source=source)
-    run = services.source_refresh(source_id=source.pk)
+    source = source_add(actor=Actor.system(), team=team, location=url)
+    source_approve(actor=Actor.system(), source=source)
+    run = source_refresh(source_id=source.pk)
     source.refresh_from_db()
     return source, run
 

@@ -13,8 +13,8 @@ import pytest
 
 from formats import openmemories as om
 from memoryadmin.audit import Actor
-from sources import services
 from sources.models import Health, RefreshRun, RunStatus, Source
+from sources.services.lifecycle import source_add, source_approve, source_refresh_request
 from tests.conftest import wait_for
 from tests.sources.helpers import record_text, write_source
 
@@ -93,14 +93,14 @@ def test_it_fails_the_run_and_marks_the_source_stale_in_a_real_worker(
     celery_worker, team, tmp_path, token_client, escape, code
 ):
     root = write_source(tmp_path / "source", {"a": record_text("a")}, name="Good name")
-    source = services.source_add(actor=Actor.system(), team=team, location=str(root))
-    services.source_approve(actor=Actor.system(), source=source)  # queues the first refresh
+    source = source_add(actor=Actor.system(), team=team, location=str(root))
+    source_approve(actor=Actor.system(), source=source)  # queues the first refresh
     wait_for(lambda: Source.objects.filter(pk=source.pk, health=Health.FRESH).exists(), timeout=60)
 
     manifest = json.loads((root / "memories.json").read_text())
     text = json.dumps(manifest).replace('"Good name"', f'"a{escape}b"')
     (root / "memories.json").write_text(text, encoding="utf-8")
-    run = services.source_refresh_request(actor=Actor.system(), source=source)
+    run = source_refresh_request(actor=Actor.system(), source=source)
     finished = wait_for(
         lambda: RefreshRun.objects.filter(pk=run.pk, status=RunStatus.FAILED).first(), timeout=60
     )

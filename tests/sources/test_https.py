@@ -6,9 +6,11 @@ import pytest
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent
-from sources import selectors, services
+from sources import selectors
 from sources.fetchers import Credential
 from sources.models import Health, RefreshRun, RunStatus, Source
+from sources.services.lifecycle import source_add, source_approve
+from sources.services.refresh import source_refresh
 from tests.sources.conftest import slow
 from tests.sources.helpers import manifest_text, record_text
 
@@ -20,14 +22,12 @@ def _publish(server, ids: list[str]) -> None:  # type: ignore[no-untyped-def]
 
 
 def _approved(team, url: str, credential: Credential | None = None) -> Source:  # type: ignore[no-untyped-def]
-    source = services.source_add(
-        actor=Actor.system(), team=team, location=url, credential=credential
-    )
-    return services.source_approve(actor=Actor.system(), source=source)
+    source = source_add(actor=Actor.system(), team=team, location=url, credential=credential)
+    return source_approve(actor=Actor.system(), source=source)
 
 
 def _refresh(source: Source) -> RefreshRun:
-    run = services.source_refresh(source_id=source.pk)
+    run = source_refresh(source_id=source.pk)
     source.refresh_from_db()
     return run
 
@@ -176,7 +176,7 @@ def test_it_refuses_bad_locations(team, location):
     from django.core.exceptions import ValidationError
 
     with pytest.raises(ValidationError):
-        services.source_add(actor=Actor.system(), team=team, location=location)
+        source_add(actor=Actor.system(), team=team, location=location)
 
 
 def test_it_allows_plain_http_to_loopback_only_when_configured(team, settings):

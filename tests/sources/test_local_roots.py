@@ -17,8 +17,15 @@ from django.urls import reverse
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import Role
-from sources import demo, fetchers, services
+from sources import demo, fetchers
 from sources.models import Health, RunStatus, Source
+from sources.services.lifecycle import (
+    LOCAL_NEEDS_SUPERUSER,
+    LOCAL_SHARED,
+    source_add,
+    source_approve,
+)
+from sources.services.refresh import source_refresh
 from tests.conftest import ROOT
 from tests.sources.helpers import record_text, write_source
 
@@ -47,9 +54,9 @@ def _errors(response) -> list[str]:  # type: ignore[no-untyped-def]
 
 def _source(team, folder: Path, record_id: str) -> Source:  # type: ignore[no-untyped-def]
     write_source(folder, {record_id: record_text(record_id, title=f"{record_id} title")})
-    source = services.source_add(actor=Actor.system(), team=team, location=str(folder))
-    services.source_approve(actor=Actor.system(), source=source)
-    services.source_refresh(source_id=source.pk)
+    source = source_add(actor=Actor.system(), team=team, location=str(folder))
+    source_approve(actor=Actor.system(), source=source)
+    source_refresh(source_id=source.pk)
     source.refresh_from_db()
     return source
 
@@ -101,7 +108,7 @@ def test_it_refuses_another_teams_folder_and_folders_inside_or_around_it(
     client.force_login(admin)
     for location in (roots / "beta" / "src", roots / "beta" / "src" / "sub", roots / "beta"):
         response = _post_add(client, team, str(location))
-        assert _errors(response) == [services.LOCAL_SHARED], location
+        assert _errors(response) == [LOCAL_SHARED], location
     assert not Source.objects.filter(team=team).exists()
 
     settings.SOURCE_LOCAL_SHARED = True  # an operator may allow it
@@ -115,10 +122,10 @@ def test_it_lets_only_a_superuser_add_a_local_folder_when_no_roots_are_set(
     folder = write_source(tmp_path / "src", {"a": record_text("a")})
     client.force_login(admin_user)
     response = _post_add(client, team, str(folder))
-    assert _errors(response) == [services.LOCAL_NEEDS_SUPERUSER]
+    assert _errors(response) == [LOCAL_NEEDS_SUPERUSER]
     assert "local directories need a superuser" in response.content.decode()
     with pytest.raises(ValidationError):  # the service refuses it too, whoever calls it
-        services.source_add(actor=Actor(user=admin_user), team=team, location=str(folder))
+        source_add(actor=Actor(user=admin_user), team=team, location=str(folder))
     assert not Source.objects.exists()
 
     operator = make_user("root", is_superuser=True, is_staff=True)
@@ -136,7 +143,7 @@ def test_it_reads_no_folder_a_team_admin_added_once_no_roots_are_set(
         team=team, kind="local", identity=str(roots / "old"), added_by=admin_user
     )
     settings.SOURCE_LOCAL_ROOTS = []
-    run = services.source_refresh(source_id=source.pk)
+    run = source_refresh(source_id=source.pk)
     assert run.status == RunStatus.FAILED and run.error_code == "local-not-allowed"
     assert Source.objects.get(pk=source.pk).current_snapshot is None
 
@@ -148,7 +155,7 @@ def test_it_stops_reading_a_folder_that_a_symlink_later_points_outside_the_roots
     # The folder is replaced by a symlink to a folder outside the roots.
     (roots / "alpha").rename(tmp_path / "moved")
     (roots / "alpha").symlink_to(tmp_path / "outside")
-    run = services.source_refresh(source_id=source.pk)
+    run = source_refresh(source_id=source.pk)
     source.refresh_from_db()
     assert run.status == RunStatus.FAILED and run.error_code == "outside-roots"
     assert run.error == fetchers.OUTSIDE_ROOTS
@@ -167,7 +174,7 @@ def test_it_stops_reading_a_folder_that_a_symlink_later_points_at_another_teams_
     (roots / "alpha" / "records").rmdir()
     (roots / "alpha").rmdir()
     (roots / "alpha").symlink_to(roots / "beta")
-    run = services.source_refresh(source_id=ours.pk)
+    run = source_refresh(source_id=ours.pk)
     assert run.status == RunStatus.FAILED and run.error_code == "folder-shared"
     records = token_client(team, ["context:read"]).get("/api/context/").json()["records"]
     assert [r["id"] for r in records] == ["a"]

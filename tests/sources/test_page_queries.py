@@ -7,8 +7,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from memoryadmin.audit import Actor
-from sources import services
 from sources.models import Record
+from sources.services.lifecycle import source_add, source_approve
+from sources.services.refresh import source_refresh
 from tests.sources.helpers import record_text, write_source
 
 
@@ -23,9 +24,9 @@ def test_it_shows_a_source_of_ten_thousand_records_in_as_many_queries_as_one_of_
     client, admin_user, team, tmp_path, django_assert_max_num_queries
 ):
     root = write_source(tmp_path, {"a": record_text("a"), "b": record_text("b")})
-    source = services.source_add(actor=Actor.system(), team=team, location=str(root))
-    services.source_approve(actor=Actor.system(), source=source)
-    services.source_refresh(source_id=source.pk)
+    source = source_add(actor=Actor.system(), team=team, location=str(root))
+    source_approve(actor=Actor.system(), source=source)
+    source_refresh(source_id=source.pk)
     source.refresh_from_db()
     client.force_login(admin_user)
     url = reverse("source-detail", args=[team.slug, source.pk])

@@ -10,20 +10,36 @@ from django.utils import timezone
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent
-from sources import selectors, services, tasks
-from sources.models import Health, Record, RefreshRun, RunStatus, Snapshot, Source, SourceState
+from sources import selectors, tasks
+from sources.models import (
+    Health,
+    Problem,
+    Record,
+    RefreshRun,
+    RunStatus,
+    Snapshot,
+    Source,
+    SourceState,
+)
+from sources.services.lifecycle import (
+    source_add,
+    source_approve,
+    source_disable,
+    source_refresh_request,
+)
+from sources.services.refresh import source_refresh
 from tests.sources.helpers import record_text, write_source
 
 
 def _add(team, root, *, approve=True) -> Source:  # type: ignore[no-untyped-def]
-    source = services.source_add(actor=Actor.system(), team=team, location=str(root))
+    source = source_add(actor=Actor.system(), team=team, location=str(root))
     if approve:
-        services.source_approve(actor=Actor.system(), source=source)
+        source_approve(actor=Actor.system(), source=source)
     return source
 
 
 def _refresh(source: Source) -> RefreshRun:
-    run = services.source_refresh(source_id=source.pk)
+    run = source_refresh(source_id=source.pk)
     source.refresh_from_db()
     return run
 
@@ -39,7 +55,7 @@ def test_it_previews_on_add_and_serves_only_after_approval(
     assert source.health == Health.FRESH and source.current_snapshot.record_count == 1
     assert list(selectors.context_records(team)) == []
     with django_capture_on_commit_callbacks(execute=True):
-        services.source_approve(actor=Actor.system(), source=source)
+        source_approve(actor=Actor.system(), source=source)
     assert [r.record_id for r in selectors.context_records(team)] == ["a"]
     actions = list(AuditEvent.objects.filter(team=team).values_list("action", flat=True))
     for action in ("source.add", "source.approve", "source.refresh.request", "source.refresh"):
@@ -51,11 +67,11 @@ def test_it_stops_serving_a_disabled_source(team, tmp_path):
     write_source(tmp_path, {"a": record_text("a")})
     source = _add(team, tmp_path)
     _refresh(source)
-    services.source_disable(actor=Actor.system(), source=source)
+    source_disable(actor=Actor.system(), source=source)
     assert list(selectors.context_records(team)) == []
     assert AuditEvent.objects.filter(action="source.disable").exists()
     with pytest.raises(ValidationError):
-        services.source_refresh_request(actor=Actor.system(), source=source)
+        source_refresh_request(actor=Actor.system(), source=source)
 
 
 def test_it_refuses_the_same_source_twice_per_team(team, other_team, tmp_path, settings):
@@ -89,8 +105,8 @@ def test_it_swaps_snapshots_atomically_when_the_swap_fails(team, tmp_path, monke
     def explode(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(services.Problem.objects, "bulk_create", explode)
-    run = services.source_refresh(source_id=source.pk)
+    monkeypatch.setattr(Problem.objects, "bulk_create", explode)
+    run = source_refresh(source_id=source.pk)
     assert run.status == RunStatus.FAILED and run.error_code == "store-failed"
     assert "disk full" in run.error
     source.refresh_from_db()
@@ -195,22 +211,22 @@ def test_it_refreshes_only_due_approved_sources(team, tmp_path, django_capture_o
     long_ago = timezone.now() - timedelta(hours=2)
     Source.objects.update(last_attempt_at=long_ago)
     with django_capture_on_commit_callbacks(execute=True):
-        queued = tasks.refresh_due_sources()
+        queued = tasks.sources_refresh_due()
     assert queued == 1
     assert RefreshRun.objects.filter(source=due, trigger="schedule").count() == 1
     assert not RefreshRun.objects.filter(source=pending, trigger="schedule").exists()
     due.refresh_from_db()
     assert due.health == Health.FRESH
     with django_capture_on_commit_callbacks(execute=True):
-        assert tasks.refresh_due_sources() == 0  # not due again yet
+        assert tasks.sources_refresh_due() == 0  # not due again yet
 
 
 def test_it_treats_a_finished_run_as_done_when_retried(team, tmp_path):
     write_source(tmp_path, {"a": record_text("a")})
     source = _add(team, tmp_path)
-    run = services.source_refresh_request(actor=Actor.system(), source=source)
-    services.source_refresh(source_id=source.pk, run_id=run.pk)
-    again = services.source_refresh(source_id=source.pk, run_id=run.pk)
+    run = source_refresh_request(actor=Actor.system(), source=source)
+    source_refresh(source_id=source.pk, run_id=run.pk)
+    again = source_refresh(source_id=source.pk, run_id=run.pk)
     assert again.status == RunStatus.SUCCEEDED
     assert RefreshRun.objects.filter(source=source, status=RunStatus.SUCCEEDED).count() == 1
 
@@ -222,8 +238,33 @@ def test_it_retries_when_another_refresh_holds_the_lock(team, tmp_path):
 
     write_source(tmp_path, {"a": record_text("a")})
     source = _add(team, tmp_path)
-    with named_lock(f"source-refresh-{source.pk}"), pytest.raises(Retry):
-        tasks.refresh_source.apply(args=[source.pk], throw=True)
+    with named_lock(source.lock_name), pytest.raises(Retry):
+        tasks.source_refresh.apply(args=[source.pk], throw=True)
+
+
+def test_it_takes_the_source_lock_when_the_service_is_called_directly(team, tmp_path):
+    """The bench, the demo seeding and the CLI call the service, not the task: it serialises
+    itself, so a second refresh of the same source never runs beside the first."""
+    from memoryadmin.locks import LockBusy, named_lock
+
+    write_source(tmp_path, {"a": record_text("a")})
+    source = _add(team, tmp_path)
+    runs = RefreshRun.objects.filter(source=source).count()
+    with named_lock(source.lock_name), pytest.raises(LockBusy):
+        source_refresh(source_id=source.pk)
+    assert RefreshRun.objects.filter(source=source).count() == runs
+    assert source_refresh(source_id=source.pk).status == RunStatus.SUCCEEDED
+
+
+def test_it_marks_a_run_that_lost_its_worker_when_the_service_refreshes(team, tmp_path):
+    write_source(tmp_path, {"a": record_text("a")})
+    source = _add(team, tmp_path)
+    lost = RefreshRun.objects.create(source=source, status=RunStatus.RUNNING, trigger="manual")
+    run = source_refresh(source_id=source.pk)
+    lost.refresh_from_db()
+    assert run.status == RunStatus.SUCCEEDED
+    assert (lost.status, lost.error_code) == (RunStatus.FAILED, "worker-lost")
+    assert AuditEvent.objects.filter(action="source.refresh.abandoned").count() == 1
 
 
 def test_it_stamps_only_the_snapshot_and_skips_the_mirror_when_nothing_changed(

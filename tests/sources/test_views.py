@@ -6,8 +6,9 @@ from django.urls import reverse
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import Role
-from sources import services
 from sources.models import RefreshRun, RunStatus, Source, SourceState
+from sources.services.lifecycle import source_add, source_approve
+from sources.services.refresh import source_refresh
 from tests.sources.helpers import record_text, write_source
 
 
@@ -60,7 +61,7 @@ def test_it_adds_previews_approves_and_refreshes_a_source(
 
 
 def test_it_polls_a_queued_run(client, admin_user, team, tmp_path):
-    source = services.source_add(actor=Actor.system(), team=team, location=str(tmp_path))
+    source = source_add(actor=Actor.system(), team=team, location=str(tmp_path))
     run = RefreshRun.objects.get(source=source)
     client.force_login(admin_user)
     html = client.get(reverse("source-run-status", args=[team.slug, source.pk, run.pk]))
@@ -70,8 +71,8 @@ def test_it_polls_a_queued_run(client, admin_user, team, tmp_path):
 
 def test_it_shows_the_denied_banner_and_withholds_records(client, viewer_user, team, tmp_path):
     write_source(tmp_path, {"a": record_text("a", title="Secret title")})
-    source = services.source_add(actor=Actor.system(), team=team, location=str(tmp_path))
-    services.source_refresh(source_id=source.pk)
+    source = source_add(actor=Actor.system(), team=team, location=str(tmp_path))
+    source_refresh(source_id=source.pk)
     Source.objects.filter(pk=source.pk).update(health="denied", last_error="answered 401")
     client.force_login(viewer_user)
     html = client.get(reverse("source-detail", args=[team.slug, source.pk])).content.decode()
@@ -79,7 +80,7 @@ def test_it_shows_the_denied_banner_and_withholds_records(client, viewer_user, t
 
 
 def test_it_lets_a_viewer_look_but_not_add_or_approve(client, viewer_user, team, tmp_path):
-    source = services.source_add(actor=Actor.system(), team=team, location=str(tmp_path))
+    source = source_add(actor=Actor.system(), team=team, location=str(tmp_path))
     client.force_login(viewer_user)
     assert client.get(reverse("source-list", args=[team.slug])).status_code == 200
     assert client.get(reverse("source-detail", args=[team.slug, source.pk])).status_code == 200
@@ -91,7 +92,7 @@ def test_it_lets_a_viewer_look_but_not_add_or_approve(client, viewer_user, team,
 
 
 def test_it_hides_other_teams_sources(client, make_user, team, other_team, tmp_path):
-    source = services.source_add(actor=Actor.system(), team=other_team, location=str(tmp_path))
+    source = source_add(actor=Actor.system(), team=other_team, location=str(tmp_path))
     user = make_user("mallory", team=team, role=Role.ADMIN)
     client.force_login(user)
     assert client.get(reverse("source-detail", args=[team.slug, source.pk])).status_code == 404
@@ -114,8 +115,8 @@ def test_it_lists_sources_in_constant_queries(
 ):
     for index in range(5):
         root = write_source(tmp_path / str(index), {"a": record_text("a")})
-        source = services.source_add(actor=Actor.system(), team=team, location=str(root))
-        services.source_refresh(source_id=source.pk)
+        source = source_add(actor=Actor.system(), team=team, location=str(root))
+        source_refresh(source_id=source.pk)
     client.force_login(admin_user)
     with django_assert_max_num_queries(8):
         response = client.get(reverse("source-list", args=[team.slug]))
@@ -124,9 +125,9 @@ def test_it_lists_sources_in_constant_queries(
 
 def test_it_shows_the_dashboard_card(client, admin_user, team, tmp_path):
     write_source(tmp_path, {"a": record_text("a")})
-    source = services.source_add(actor=Actor.system(), team=team, location=str(tmp_path))
-    services.source_approve(actor=Actor.system(), source=source)
-    services.source_refresh(source_id=source.pk)
+    source = source_add(actor=Actor.system(), team=team, location=str(tmp_path))
+    source_approve(actor=Actor.system(), source=source)
+    source_refresh(source_id=source.pk)
     client.force_login(admin_user)
     html = client.get(reverse("team-home", args=[team.slug])).content.decode()
     assert "1 fresh" in html

@@ -22,9 +22,10 @@ from memoryadmin.audit import Actor
 from reviews import services as review_services
 from reviews.models import Decision, Memory, PushState, ReviewSettings
 from reviews.services import repositories as repository_services
-from sources import services as source_services
 from sources.fetchers import Credential
 from sources.models import Health
+from sources.services.lifecycle import source_add, source_approve
+from sources.services.refresh import source_refresh
 from tests.bundles.helpers import chunk, make_bundle, sample_bundle
 from tests.reviews.conftest import M, memory_text
 from tests.sources.helpers import manifest_text, record_text, write_source
@@ -68,7 +69,7 @@ def hook(receiver, make_endpoint):  # type: ignore[no-untyped-def]
 
 def _refresh(capture, source_id: int) -> None:  # type: ignore[no-untyped-def]
     with capture(execute=True):
-        source_services.source_refresh(source_id=source_id)
+        source_refresh(source_id=source_id)
 
 
 def test_it_sends_stale_once_and_recovered_for_a_local_source(
@@ -76,8 +77,8 @@ def test_it_sends_stale_once_and_recovered_for_a_local_source(
 ):
     root = write_source(tmp_path / "src", {"a": record_text("a")}, name="Team notes")
     with django_capture_on_commit_callbacks(execute=True):
-        source = source_services.source_add(actor=Actor.system(), team=team, location=str(root))
-        source_services.source_approve(actor=Actor.system(), source=source)
+        source = source_add(actor=Actor.system(), team=team, location=str(root))
+        source_approve(actor=Actor.system(), source=source)
     source.refresh_from_db()
     assert source.health == Health.FRESH
     assert receiver.requests == []  # never -> fresh is a first refresh, not a recovery
@@ -128,13 +129,13 @@ def test_it_sends_denied_and_recovered_for_a_401_source_without_its_credential(
     https_server.serve("memories.json", manifest_text(["a"], name="Remote"))
     https_server.serve("records/a.md", record_text("a"))
     with django_capture_on_commit_callbacks(execute=True):
-        source = source_services.source_add(
+        source = source_add(
             actor=Actor.system(),
             team=team,
             location=https_server.base,
             credential=Credential(kind="bearer", token=SECRET_TOKEN),
         )
-        source_services.source_approve(actor=Actor.system(), source=source)
+        source_approve(actor=Actor.system(), source=source)
     assert receiver.requests == []
     https_server.serve("memories.json", f"bad token {SECRET_TOKEN}", status=401)
     _refresh(django_capture_on_commit_callbacks, source.pk)
@@ -555,7 +556,7 @@ def test_it_sends_nothing_when_the_state_change_rolls_back(
 ):
     root = write_source(tmp_path / "src", {"a": record_text("a")})
     with django_capture_on_commit_callbacks(execute=True):
-        source = source_services.source_add(actor=Actor.system(), team=team, location=str(root))
+        source = source_add(actor=Actor.system(), team=team, location=str(root))
     repo = _add_repository(team, remote, django_capture_on_commit_callbacks)
     receiver.requests.clear()
     WebhookDelivery.objects.all().delete()
@@ -565,7 +566,7 @@ def test_it_sends_nothing_when_the_state_change_rolls_back(
 
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         with pytest.raises(Abort), transaction.atomic():
-            source_services.source_refresh(source_id=source.pk)  # would be source.stale
+            source_refresh(source_id=source.pk)  # would be source.stale
             raise Abort
         with pytest.raises(Abort), transaction.atomic():
             review_services.proposal_approve(actor=Actor(user=reviewer_user), memory=attempt)

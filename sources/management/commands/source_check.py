@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
 from sources import fetchers
+from sources.fetchers.read import normalize_location, read_source
 
 
 def check(location: str, credential: fetchers.Credential | None = None) -> dict[str, Any]:
@@ -24,7 +25,7 @@ def check(location: str, credential: fetchers.Credential | None = None) -> dict[
         "problems": [],
     }
     try:
-        kind, identity = fetchers.normalize_location(location)
+        kind, identity = normalize_location(location)
     except fetchers.LocationError as exc:
         report["error"] = {"code": "bad-location", "message": str(exc)}
         return report
@@ -33,7 +34,7 @@ def check(location: str, credential: fetchers.Credential | None = None) -> dict[
         kind, identity, policy=fetchers.policy_from_settings(), credential=credential
     )
     try:
-        result = fetchers.read_source(fetcher, now=timezone.now())
+        result = read_source(fetcher, now=timezone.now())
     except fetchers.SourceError as exc:
         report["error"] = {"code": exc.code, "message": exc.message}
         return report

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from formats import openmemories as om
-from sources import fetchers
+from sources.fetchers import FetchPolicy, SourceError
+from sources.fetchers.local import LocalFetcher
+from sources.fetchers.read import read_source
 
 HERE = Path(__file__).resolve().parent
 VALID = sorted((HERE / "records" / "valid").glob("*.md"))
@@ -47,13 +49,13 @@ def test_it_rejects_invalid_record_with_its_code(path: Path):
 @pytest.mark.parametrize("root", SOURCES, ids=lambda p: p.name)
 def test_it_reads_source_as_specified(root: Path):
     expected = json.loads((root / "expected.json").read_text())
-    fetcher = fetchers.LocalFetcher(str(root), policy=fetchers.FetchPolicy())
+    fetcher = LocalFetcher(str(root), policy=FetchPolicy())
     if expected["error"]:
-        with pytest.raises(fetchers.SourceError) as caught:
-            fetchers.read_source(fetcher, now=NOW)
+        with pytest.raises(SourceError) as caught:
+            read_source(fetcher, now=NOW)
         assert caught.value.code == expected["error"], str(caught.value)
         return
-    result = fetchers.read_source(fetcher, now=NOW)
+    result = read_source(fetcher, now=NOW)
     assert sorted(result.selection.active) == expected["active"]
     assert result.selection.inactive == expected["inactive"]
     if "rejected" in expected:
@@ -71,12 +73,8 @@ def test_it_reads_source_as_specified(root: Path):
 def test_it_keeps_matching_ids_of_two_sources_apart():
     """The same id in two sources stays two records; no winner is chosen by timestamp."""
     root = HERE / "sources" / "valid-basic"
-    first = fetchers.read_source(
-        fetchers.LocalFetcher(str(root), policy=fetchers.FetchPolicy()), now=NOW
-    )
+    first = read_source(LocalFetcher(str(root), policy=FetchPolicy()), now=NOW)
     other = HERE / "sources" / "record-file-missing"
-    second = fetchers.read_source(
-        fetchers.LocalFetcher(str(other), policy=fetchers.FetchPolicy()), now=NOW
-    )
+    second = read_source(LocalFetcher(str(other), policy=FetchPolicy()), now=NOW)
     assert first.identity != second.identity
     assert "a" in first.selection.active and "a" in second.selection.active

@@ -1,0 +1,181 @@
+"""Storing what a refresh read: the previous snapshot's records as values (`previous_state`),
+a new snapshot with its records, rejections and problems (`snapshot_create`), or the same
+snapshot stamped again (`snapshot_touch`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from formats import openmemories as om
+from memoryadmin.bulk import bulk_insert, json_loads, stream_rows
+from sources.fetchers import Validator
+from sources.fetchers.read import ReadResult
+from sources.models import HttpValidator, Problem, Record, Rejection, Snapshot, Source
+
+INSERT_BATCH = 500
+
+
+PREVIOUS_FIELDS = (
+    "pk",
+    "path",
+    "record_id",
+    "title",
+    "kind",
+    "scope",
+    "created",
+    "updated",
+    "body",
+    "tags",
+    "provenance",
+    "expires",
+    "supersedes",
+    "extensions",
+    "content_hash",
+    "active",
+    "inactive_reason",
+)
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    """A stored record as the refresh needs it: read as values, no model instances."""
+
+    pk: int
+    path: str
+    record_id: str
+    title: str
+    kind: str
+    scope: str
+    created: datetime
+    updated: datetime
+    body: str
+    tags: list[str]
+    provenance: Any
+    expires: datetime | None
+    supersedes: list[str]
+    extensions: dict[str, Any]
+    content_hash: str
+    active: bool
+    inactive_reason: str
+
+    def as_record(self) -> om.Record:
+        return om.Record(
+            id=self.record_id,
+            title=self.title,
+            kind=self.kind,
+            scope=self.scope,
+            created=self.created,
+            updated=self.updated,
+            body=self.body,
+            tags=tuple(self.tags),
+            provenance=self.provenance,
+            expires=self.expires,
+            supersedes=tuple(self.supersedes),
+            extensions=self.extensions,
+            content_hash=self.content_hash,
+        )
+
+
+def previous_state(
+    source: Source,
+) -> tuple[Snapshot | None, dict[str, StoredRecord], dict[str, Validator]]:
+    snapshot = source.current_snapshot
+    rows: dict[str, StoredRecord] = {}
+    if snapshot is not None:
+        values = Record.objects.filter(snapshot=snapshot).order_by().values_list(*PREVIOUS_FIELDS)
+        # tuples straight from psycopg: Django's converters were half of an unchanged refresh
+        rows = {
+            row[1]: StoredRecord(*row)
+            for row in stream_rows(values, itersize=2000, json_loads=json_loads)
+        }
+    validators = {
+        v.url: Validator(v.etag, v.last_modified, v.content_hash)
+        for v in HttpValidator.objects.filter(source=source)
+    }
+    return snapshot, rows, validators
+
+
+def snapshot_create(
+    source: Source, result: ReadResult, fingerprint: str, now: datetime
+) -> Snapshot:
+    selection = result.selection
+    snapshot = Snapshot.objects.create(
+        source=source,
+        retrieved_at=now,
+        manifest_name=result.manifest.name[:200],
+        manifest_entries=len(result.manifest.entries) + len(result.manifest.rejected),
+        manifest_body=result.manifest_body,
+        fingerprint=fingerprint,
+        record_count=len(result.records),
+        active_count=len(selection.active),
+        rejected_count=len(result.rejections),
+        problem_count=len(selection.problems),
+    )
+    bulk_insert(
+        Record,
+        (
+            Record(
+                snapshot=snapshot,
+                source=source,
+                record_id=item.record.id,
+                path=item.entry.path,
+                kind=item.record.kind,
+                scope=item.record.scope,
+                title=item.record.title,
+                body=item.record.body,
+                tags=list(item.record.tags),
+                provenance=item.record.provenance,
+                created=item.record.created,
+                updated=item.record.updated,
+                expires=item.record.expires,
+                supersedes=list(item.record.supersedes),
+                extensions=item.record.extensions,
+                content_hash=item.record.content_hash,
+                retrieved_at=now,
+                active=item.record.id in selection.active,
+                inactive_reason=selection.inactive.get(item.record.id, ""),
+            )
+            for item in result.records
+        ),
+        batch_size=INSERT_BATCH,
+    )
+    Rejection.objects.bulk_create(
+        (
+            Rejection(
+                snapshot=snapshot,
+                # Names come from the manifest: PostgreSQL text cannot hold NUL.
+                path=(r.path or "").replace("\x00", "\ufffd")[:1000],
+                record_id=(r.id or "").replace("\x00", "\ufffd")[:500],
+                code=r.code,
+                message=r.message.replace("\x00", "\ufffd"),
+                line=r.line,
+            )
+            for r in result.rejections
+        ),
+        batch_size=INSERT_BATCH,
+    )
+    Problem.objects.bulk_create(
+        Problem(snapshot=snapshot, code=p.code, ids=list(p.ids), message=p.message)
+        for p in selection.problems
+    )
+    return snapshot
+
+
+def snapshot_touch(
+    snapshot: Snapshot, rows: dict[str, StoredRecord], selection: om.Selection, now: datetime
+) -> bool:
+    """Same bytes as before: stamp the snapshot's retrieval time (records read theirs from
+    it) and re-apply expiry to the records it flips. True when some record flipped."""
+    flipped = False
+    for row in rows.values():
+        active = row.record_id in selection.active
+        reason = selection.inactive.get(row.record_id, "")
+        if row.active != active or row.inactive_reason != reason:
+            Record.objects.filter(pk=row.pk).update(active=active, inactive_reason=reason)
+            flipped = True
+    snapshot.retrieved_at = now
+    snapshot.active_count = len(selection.active)
+    snapshot.save(update_fields=["retrieved_at", "active_count"])
+    return flipped
