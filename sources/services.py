@@ -20,6 +20,7 @@ from formats import openmemories as om
 from memoryadmin import crypto
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import bulk_insert, json_loads, stream_rows
+from memoryadmin.errors import DomainError
 from memoryadmin.models import Team
 from sources import fetchers
 from sources.models import (
@@ -63,6 +64,12 @@ def _has_control(text: str) -> bool:
     return any(ord(char) < 0x20 or ord(char) == 0x7F for char in text)
 
 
+class CredentialInvalid(DomainError):
+    """A credential the source cannot use (field-keyed messages)."""
+
+    code = "credential-invalid"
+
+
 def credential_clean(credential: fetchers.Credential) -> fetchers.Credential:
     """Refuse a credential that cannot be sent as one HTTP header (field-keyed errors)."""
     errors: dict[str, str] = {}
@@ -88,7 +95,7 @@ def credential_clean(credential: fetchers.Credential) -> fetchers.Credential:
         if len(credential.password) > MAX_SECRET_CHARS or _has_control(credential.password):
             errors["password"] = f"At most {MAX_SECRET_CHARS} characters, no control characters."
     if errors:
-        raise ValidationError(errors)
+        raise CredentialInvalid(errors)
     if kind == CredentialKind.BEARER:
         return fetchers.Credential(kind=kind, token=credential.token)
     if kind == CredentialKind.BASIC:
@@ -194,7 +201,7 @@ def source_add(
         raise ValidationError({"location": "This team already has that source."})
     credential = credential or fetchers.Credential()
     if kind == SourceKind.LOCAL and credential.kind != CredentialKind.NONE:
-        raise ValidationError({"credential_kind": "A local directory takes no credential."})
+        raise CredentialInvalid({"credential_kind": "A local directory takes no credential."})
     credential = credential_clean(credential)
     if refresh_interval < timedelta(minutes=1):
         raise ValidationError({"refresh_interval": "Refresh at most once a minute."})
@@ -283,7 +290,7 @@ def source_credential_set(
     source = Source.objects.select_for_update(of=("self",)).select_related("team").get(pk=source.pk)
     credential = credential_clean(credential or fetchers.Credential())
     if source.kind == SourceKind.LOCAL and credential.kind != CredentialKind.NONE:
-        raise ValidationError({"credential_kind": "A local directory takes no credential."})
+        raise CredentialInvalid({"credential_kind": "A local directory takes no credential."})
     encrypted = credential_encrypt(credential)
     if not encrypted and not source.credential_encrypted:
         return source
