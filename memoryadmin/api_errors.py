@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from formats.memoryai.protocol import BundleError
-from memoryadmin.errors import Conflict
+from memoryadmin.errors import Conflict, DomainError, Forbidden, NotFound, Unprocessable
 
 DEFAULT_CODES = {
     400: "bad-request",
@@ -113,22 +113,46 @@ def _first_code(codes: Any) -> str | None:
     return None
 
 
-def _domain_error(exc: Exception) -> Response | None:
-    """The one table from domain errors to statuses (services raise these, views don't catch)."""
+# The one table from domain errors to statuses: the first kind that matches wins; any other
+# ValidationError is a 400.
+DOMAIN_STATUSES: tuple[tuple[type[Exception], int], ...] = (
+    (BundleError, 422),
+    (Forbidden, 403),
+    (NotFound, 404),
+    (Conflict, 409),
+    (Unprocessable, 422),
+    (DjangoValidationError, 400),
+)
+
+
+def _details(exc: DjangoValidationError, fields: dict[str, str]) -> Any:
+    """Field errors by the body's own names; else the error's own context, or the messages
+    when there are several (one message says it all)."""
+    if hasattr(exc, "error_dict"):
+        return {fields.get(name, name): errors for name, errors in exc.message_dict.items()}
+    if isinstance(exc, DomainError) and exc.details is not None:
+        return exc.details
+    return exc.messages if len(exc.messages) > 1 else None
+
+
+def domain_error_response(exc: Exception, fields: dict[str, str] | None = None) -> Response | None:
+    """Answer a domain error (services raise these, views don't catch them), or None.
+
+    `fields` renames a service's field names to the request body's (a view's `error_fields`)."""
+    status_code = next((s for kind, s in DOMAIN_STATUSES if isinstance(exc, kind)), None)
+    if status_code is None:
+        return None
     if isinstance(exc, BundleError):
         return error_response(422, exc.code, exc.message, {"path": exc.path} if exc.path else None)
-    if isinstance(exc, DjangoValidationError):
-        status_code = 409 if isinstance(exc, Conflict) else 400
-        code = getattr(exc, "code", None) or ("conflict" if status_code == 409 else "invalid")
-        details = exc.message_dict if hasattr(exc, "error_dict") else exc.messages
-        return error_response(status_code, code, exc.messages[0], details)
-    return None
+    assert isinstance(exc, DjangoValidationError)
+    code = getattr(exc, "code", None) or "invalid"
+    return error_response(status_code, code, " ".join(exc.messages), _details(exc, fields or {}))
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ApiError):
         return error_response(exc.status_code, exc.error_code, str(exc.detail), exc.details)
-    domain = _domain_error(exc)
+    domain = domain_error_response(exc, getattr(context.get("view"), "error_fields", None))
     if domain is not None:
         return domain
     if isinstance(exc, Http404):

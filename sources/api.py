@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from drf_spectacular.utils import (
     OpenApiExample,
     extend_schema,
@@ -72,9 +71,6 @@ class SourceDetailView(generics.RetrieveDestroyAPIView):
         source_delete(actor=Actor.from_request(self.request), source=instance)
 
 
-CREDENTIAL_FIELDS = {"credential_kind": "kind"}
-
-
 class SourceCredentialView(APIView):
     """PUT a new credential (replaces the stored one; kind `none` clears it), DELETE to clear.
 
@@ -82,6 +78,7 @@ class SourceCredentialView(APIView):
 
     permission_classes = [HasScope]
     required_scopes = {"PUT": Scope.SOURCES_MANAGE, "DELETE": Scope.SOURCES_MANAGE}
+    error_fields = {"credential_kind": "kind"}  # the service's (and form's) name, this body's
 
     @extend_schema(
         summary="Replace or clear a source's credential",
@@ -135,15 +132,9 @@ class SourceCredentialView(APIView):
 
     @staticmethod
     def _set(request: Request, source: Source, credential: Credential | None) -> Source:
-        try:
-            return source_credential_set(
-                actor=Actor.from_request(request), source=source, credential=credential
-            )
-        except ValidationError as exc:
-            fields = exc.message_dict if hasattr(exc, "error_dict") else {}
-            details = {CREDENTIAL_FIELDS.get(name, name): errors for name, errors in fields.items()}
-            message = " ".join(exc.messages)
-            raise ApiError(400, "credential-invalid", message, details) from exc
+        return source_credential_set(
+            actor=Actor.from_request(request), source=source, credential=credential
+        )
 
 
 class SourceLatestRunView(APIView):

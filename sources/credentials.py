@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 
-from django.core.exceptions import ValidationError
-
 from memoryadmin import crypto
+from memoryadmin.errors import DomainError
 from sources.fetchers import Credential
 from sources.models import CredentialKind, Source
 
@@ -26,6 +25,12 @@ MAX_USERNAME_CHARS = 200
 
 def _has_control(text: str) -> bool:
     return any(ord(char) < 0x20 or ord(char) == 0x7F for char in text)
+
+
+class CredentialInvalid(DomainError):
+    """A credential the source cannot use (field-keyed messages)."""
+
+    code = "credential-invalid"
 
 
 def credential_clean(credential: Credential) -> Credential:
@@ -53,7 +58,7 @@ def credential_clean(credential: Credential) -> Credential:
         if len(credential.password) > MAX_SECRET_CHARS or _has_control(credential.password):
             errors["password"] = f"At most {MAX_SECRET_CHARS} characters, no control characters."
     if errors:
-        raise ValidationError(errors)
+        raise CredentialInvalid(errors)
     if kind == CredentialKind.BEARER:
         return Credential(kind=kind, token=credential.token)
     if kind == CredentialKind.BASIC:

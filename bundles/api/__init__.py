@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import DatabaseError
 from django.http import HttpRequest, QueryDict, StreamingHttpResponse
 from django.urls import reverse
@@ -40,12 +41,12 @@ from bundles.services import (
     import_job_create,
 )
 from bundles.services.imports import job_progress
-from bundles.services.proposals import ProposeTargetError, propose_target
+from bundles.services.proposals import propose_target
 from bundles.spec import server_spec
 from bundles.uploads import BundleUploadHandler, Spooled, TooLargeError, spool_body
 from formats.memoryai import protocol
 from memoryadmin.api import HasScope, request_team
-from memoryadmin.api_errors import AUTH_ERRORS, ApiError, error_responses
+from memoryadmin.api_errors import AUTH_ERRORS, ApiError, domain_error_response, error_responses
 from memoryadmin.audit import Actor
 from memoryadmin.authentication import BearerTokenAuthentication
 from memoryadmin.models import Scope, Team
@@ -79,10 +80,7 @@ def _propose_to(request: Request) -> int | None:
     value = request.query_params.get("propose_to")
     if value in (None, ""):
         return None
-    try:
-        return propose_target(team=request_team(request), repository_id=value)
-    except ProposeTargetError as exc:
-        raise ApiError(exc.status, exc.code, exc.message, {"param": "propose_to"}) from exc
+    return propose_target(team=request_team(request), repository_id=value)
 
 
 def check_content_length(request: Request) -> None:
@@ -98,10 +96,6 @@ def check_content_length(request: Request) -> None:
 
 def _too_large_message() -> str:
     return f"Bundles may be at most {settings.BUNDLE_MAX_BYTES} bytes."
-
-
-def _bundle_error(exc: protocol.BundleError) -> ApiError:
-    return ApiError(422, exc.code, exc.message, {"path": exc.path} if exc.path else None)
 
 
 def run_import(
@@ -132,12 +126,9 @@ def run_import(
         finally:
             spooled.discard()
     bundle = parse_bundle(data)
-    try:
-        return 200, bundle_import(
-            team=team, actor=actor, bundle=bundle, options=options, size=spooled.size
-        )
-    except protocol.BundleError as exc:
-        raise _bundle_error(exc) from exc
+    return 200, bundle_import(
+        team=team, actor=actor, bundle=bundle, options=options, size=spooled.size
+    )
 
 
 def parse_bundle(data: bytes) -> Any:
@@ -165,6 +156,12 @@ def import_failures_audited(*, team: Team, actor: Actor) -> Iterator[None]:
     except exceptions.APIException as exc:
         code = exc.get_codes() if isinstance(exc.get_codes(), str) else "bad-request"
         _failure_record(team=team, actor=actor, code=code, message=str(exc.detail))
+        raise
+    except (protocol.BundleError, ValidationError) as exc:  # the error table answers these
+        error = domain_error_response(exc)
+        assert error is not None
+        code, message = error.data["error"]["code"], error.data["error"]["message"]
+        _failure_record(team=team, actor=actor, code=code, message=message)
         raise
     except Exception as exc:  # a bug or an outage: the 500 is audited too
         _failure_record(

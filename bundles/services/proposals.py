@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from bundles.models import ImportProposal, ProposalState
 from memoryadmin.audit import Actor, audit_record
+from memoryadmin.errors import DomainError, NotFound, Unprocessable
 from memoryadmin.models import Team
 
 logger = logging.getLogger(__name__)
@@ -17,12 +18,19 @@ logger = logging.getLogger(__name__)
 PROPOSE_MAX = 200  # per import: a review queue is read by people
 
 
-class ProposeTargetError(Exception):
+class ProposeTargetError(DomainError):
     """The repository named by `propose_to` cannot take proposals from this team."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
+    code = "bad-request"
+    details = {"param": "propose_to"}
+
+
+class ProposeTargetMissing(NotFound, ProposeTargetError):
+    code = "repository-not-found"
+
+
+class ProposeTargetNotPushed(Unprocessable, ProposeTargetError):
+    code = "repository-push-disabled"
 
 
 def propose_target(*, team: Team, repository_id: Any) -> int:
@@ -32,16 +40,12 @@ def propose_target(*, team: Team, repository_id: Any) -> int:
     try:
         pk = int(str(repository_id))
     except ValueError as exc:
-        raise ProposeTargetError(400, "bad-request", "propose_to must be a repository id") from exc
+        raise ProposeTargetError("propose_to must be a repository id") from exc
     repository = Repository.objects.filter(pk=pk, team=team).first()
     if repository is None:
-        raise ProposeTargetError(
-            404, "repository-not-found", f"This team has no repository with id {pk}."
-        )
+        raise ProposeTargetMissing(f"This team has no repository with id {pk}.")
     if not repository.push_enabled:
-        raise ProposeTargetError(
-            422, "repository-push-disabled", f"Pushing is disabled for repository {pk}."
-        )
+        raise ProposeTargetNotPushed(f"Pushing is disabled for repository {pk}.")
     return pk
 
 

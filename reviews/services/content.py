@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from formats.memoryrail.secrets import (
@@ -16,6 +15,7 @@ from formats.memoryrail.secrets import (
     secrets_masked,
 )
 from memoryadmin.audit import Actor, audit_record
+from memoryadmin.errors import Conflict, DomainError
 from reviews.models import Memory
 
 
@@ -65,8 +65,16 @@ def stale_masked(stale: Any) -> list[Any]:
     ]
 
 
-class RevealRefused(ValidationError):
+class RevealRefused(DomainError):
     """The reveal cannot happen; `code` is the API's error code."""
+
+    code = "reason-required"
+
+
+class NothingMasked(Conflict, RevealRefused):
+    """The memory has nothing masked: there is nothing to reveal."""
+
+    code = "nothing-masked"
 
 
 @transaction.atomic
@@ -80,11 +88,9 @@ def proposal_secret_reveal(*, actor: Actor, memory: Memory, reason: str) -> Memo
     _check_actor(actor, memory.team)
     reason = reason.strip()
     if not reason:
-        raise RevealRefused(
-            "Say why you need to see the masked text (it is audited).", code="reason-required"
-        )
+        raise RevealRefused({"reason": "Say why you need to see the masked text (it is audited)."})
     if not memory_text(memory).masked:
-        raise RevealRefused(f"{memory.ref} has nothing masked to reveal.", code="nothing-masked")
+        raise NothingMasked({"reason": f"{memory.ref} has nothing masked to reveal."})
     findings = [
         {"rule": str(f.get("rule", "")), "line": f.get("line")}
         for f in memory.secret_findings

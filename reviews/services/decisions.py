@@ -15,6 +15,7 @@ from formats import memoryrail
 from formats.crosswalk import memory_hashes
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import bulk_insert
+from memoryadmin.errors import Conflict, DomainError, Forbidden
 from memoryadmin.models import Team
 from memoryadmin.permissions import Action, user_can
 from reviews.models import (
@@ -36,24 +37,34 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
 
 
-class SecretOverrideRequired(ValidationError):
+class SecretOverrideRequired(DomainError):
     """A proposal with a secret finding needs an explicit, reasoned override to be approved."""
 
+    code = "secret-override-required"
 
-class ProposalNotOpen(ValidationError):
+
+class ProposalNotOpen(Conflict):
     """The proposal is no longer waiting for review (decided, pending or gone)."""
 
+    code = "proposal-not-open"
 
-class LinkOutsideRepo(ValidationError):
+
+class LinkOutsideRepo(Conflict):
     """A proposal links a path outside the repository: it can be rejected, never approved."""
 
+    code = "link-outside-repo"
 
-class AlreadyApproved(ValidationError):
+
+class AlreadyApproved(Conflict):
     """The same person tried to give both approvals of a proposal that needs two."""
 
+    code = "already-approved"
 
-class HumanApprovalRequired(ValidationError):
+
+class HumanApprovalRequired(Forbidden):
     """A team token (no person behind it) tried to approve where two people must approve."""
+
+    code = "human-approval-required"
 
 
 @dataclass

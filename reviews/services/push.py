@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
 from formats import memoryrail
 from formats.memoryrail.secrets import secrets_masked
+from memoryadmin import errors
 from memoryadmin.audit import Actor, audit_record
 from reviews.git import GitError, PushRejected, WorkingCopy
 from reviews.models import (
@@ -32,8 +32,10 @@ class Conflict(Exception):
     """The proposal changed or vanished upstream: nothing is overwritten."""
 
 
-class DecisionNotRetryable(ValidationError):
+class DecisionNotRetryable(errors.Conflict):
     """A retry cannot help this decision; `code` says why (the API's 409 error code)."""
+
+    code = "decision-not-retryable"
 
 
 def commit_message(decision: Decision) -> str:

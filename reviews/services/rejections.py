@@ -7,17 +7,25 @@ a rejection does not expire by itself (see docs/brain.md, "Rejected stays reject
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
 from memoryadmin.audit import Actor, audit_record
+from memoryadmin.errors import Conflict, DomainError
 from reviews.models import Decision, DecisionItem, DecisionKind, PushState
 from reviews.services.decisions import _check_actor
 
 
-class RejectionNotLiftable(ValidationError):
+class RejectionNotLiftable(Conflict):
     """Only a landed rejection keeps a text out; `code` says why this one cannot be lifted."""
+
+    code = "decision-not-rejection"
+
+
+class RefNotRejected(DomainError):
+    """A ref (or MemoryRail id) the decision did not reject: nothing to lift for it."""
+
+    code = "ref-unknown"
 
 
 @transaction.atomic
@@ -49,9 +57,8 @@ def rejection_reproposal_allow(
     wanted = {r.strip() for r in refs or [] if r.strip()}
     unknown = wanted - {i.ref for i in items} - {i.memory_key for i in items}
     if unknown:
-        raise ValidationError(
-            f"Decision #{decision.pk} did not reject {', '.join(sorted(unknown))}.",
-            code="ref-unknown",
+        raise RefNotRejected(
+            {"refs": f"Decision #{decision.pk} did not reject {', '.join(sorted(unknown))}."}
         )
     chosen = [i for i in items if not wanted or i.ref in wanted or i.memory_key in wanted]
     lifting = [i for i in chosen if i.reproposal_allowed_at is None]

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Team
-from sources.credentials import credential_clean, credential_encrypt
+from sources.credentials import CredentialInvalid, credential_clean, credential_encrypt
 from sources.fetchers import OUTSIDE_ROOTS, Credential, LocationError, local_resolve
 from sources.fetchers.read import normalize_location
 from sources.models import (
@@ -100,7 +100,7 @@ def source_add(
         raise ValidationError({"location": "This team already has that source."})
     credential = credential or Credential()
     if kind == SourceKind.LOCAL and credential.kind != CredentialKind.NONE:
-        raise ValidationError({"credential_kind": "A local directory takes no credential."})
+        raise CredentialInvalid({"credential_kind": "A local directory takes no credential."})
     credential = credential_clean(credential)
     if refresh_interval < timedelta(minutes=1):
         raise ValidationError({"refresh_interval": "Refresh at most once a minute."})
@@ -187,7 +187,7 @@ def source_credential_set(*, actor: Actor, source: Source, credential: Credentia
     source = Source.objects.select_for_update(of=("self",)).select_related("team").get(pk=source.pk)
     credential = credential_clean(credential or Credential())
     if source.kind == SourceKind.LOCAL and credential.kind != CredentialKind.NONE:
-        raise ValidationError({"credential_kind": "A local directory takes no credential."})
+        raise CredentialInvalid({"credential_kind": "A local directory takes no credential."})
     encrypted = credential_encrypt(credential)
     if not encrypted and not source.credential_encrypted:
         return source
