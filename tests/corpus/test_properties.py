@@ -15,9 +15,9 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from formats import memoryai as protocol
 from formats import memoryrail
 from formats import openmemories as om
-from formats.memoryai import protocol
 from formats.memoryrail.core import ConfigError
 
 YAMLISH = st.sampled_from(
