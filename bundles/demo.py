@@ -6,7 +6,7 @@ from typing import Any
 
 from bundles.models import Chunk
 from bundles.services import bundle_import
-from formats.memoryai import protocol
+from formats import memoryai as protocol
 from memoryadmin.audit import Actor
 from memoryadmin.models import Team
 

@@ -21,8 +21,8 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from bundles.models import Chunk, ChunkOrigin, OriginKind
+from formats import memoryai as protocol
 from formats.crosswalk import MEMORY_TYPES, SOURCE_TYPES, chunk_content
-from formats.memoryai import protocol
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import bulk_insert
 from memoryadmin.models import Team

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from formats.memoryai import protocol
+from formats import memoryai as protocol
 from memoryadmin.models import ApiToken, Team
 
 # The chunk columns a bundle's ChunkRecord carries, in record order (export reads them,

@@ -6,7 +6,7 @@ from typing import Any
 
 from bundles import mirror
 from formats import crosswalk
-from formats.memoryai import protocol
+from formats import memoryai as protocol
 
 
 def server_spec(*, max_bytes: int, sync_max_bytes: int) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from bundles.services import (
 from bundles.services.imports import job_progress
 from bundles.services.proposals import ProposeTargetError, propose_target
 from bundles.uploads import new_scratch_file
-from formats.memoryai import protocol
+from formats import memoryai as protocol
 from memoryadmin.api_errors import ApiError
 from memoryadmin.audit import Actor
 from memoryadmin.permissions import Action, user_can

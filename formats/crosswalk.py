@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from formats.memoryai.protocol import content_hash
+from formats.memoryai import content_hash
 
 # OpenMemories kind -> (memory_type, extra tags)
 SOURCE_TYPES: dict[str, tuple[str, tuple[str, ...]]] = {

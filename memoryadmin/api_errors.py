@@ -12,7 +12,7 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from formats.memoryai.protocol import BundleError
+from formats.memoryai import BundleError
 from memoryadmin.errors import Conflict, DomainError, Forbidden, NotFound, Unprocessable
 
 DEFAULT_CODES = {

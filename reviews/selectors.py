@@ -11,7 +11,7 @@ from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Sub
 from django.utils import timezone
 
 from formats import memoryrail
-from formats.memoryai.protocol import MAX_TAGS
+from formats.memoryai import MAX_TAGS
 from memoryadmin.models import Team
 from reviews.models import (
     TWO_APPROVAL_TYPES,

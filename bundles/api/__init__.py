@@ -44,7 +44,7 @@ from bundles.services.imports import job_progress
 from bundles.services.proposals import propose_target
 from bundles.spec import server_spec
 from bundles.uploads import BundleUploadHandler, Spooled, TooLargeError, spool_body
-from formats.memoryai import protocol
+from formats import memoryai as protocol
 from memoryadmin.api import HasScope, request_team
 from memoryadmin.api_errors import AUTH_ERRORS, ApiError, domain_error_response, error_responses
 from memoryadmin.audit import Actor

@@ -11,7 +11,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from bundles.models import BrainSettings, Chunk, Origin
-from formats.memoryai import protocol
+from formats import memoryai as protocol
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Team
 

@@ -41,8 +41,8 @@ from bundles.models import (
 )
 from bundles.readlog import id_summary
 from bundles.selectors import active_origins, served_q
-from formats.memoryai import protocol
-from formats.memoryai.protocol import SECTIONS
+from formats import memoryai as protocol
+from formats.memoryai import SECTIONS
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import json_loads, stream_rows
 from memoryadmin.models import Team

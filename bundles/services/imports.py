@@ -37,8 +37,8 @@ from bundles.models import (
     Origin,
 )
 from bundles.secrets import chunk_secret_findings, describe_findings
-from formats.memoryai import protocol
-from formats.memoryai.protocol import SECTIONS, BundleError, ChunkRecord, EdgeRecord, EntityRecord
+from formats import memoryai as protocol
+from formats.memoryai import SECTIONS, BundleError, ChunkRecord, EdgeRecord, EntityRecord
 from formats.memoryai.reader import BundleFile
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import copy_rows, json_loads

@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from bundles.models import BrainSettings, Chunk, ChunkOrigin, MemoryEdge
 from bundles.readlog import id_summary
-from formats.memoryai import protocol
+from formats import memoryai as protocol
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Team
 

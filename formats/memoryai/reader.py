@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator
 from typing import IO, Any, NoReturn
 
-from formats.memoryai.protocol import BundleError
+from formats.memoryai.fields import BundleError
 
 BLOCK_CHARS = 1 << 20
 MAX_VALUE_CHARS = 64 << 20  # one record or top-level value (a chunk's content is at most 1M)

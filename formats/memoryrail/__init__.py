@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from formats.memoryrail.agentfiles import AGENT_FILES, has_block, render_block, replace_block
-from formats.memoryrail.core import (
+from formats.memoryrail.config import ConfigError, find_root, load_config, parse_config
+from formats.memoryrail.core import parse_memory, read_project
+from formats.memoryrail.fields import format_timestamp, parse_timestamp
+from formats.memoryrail.model import (
     CONFIG_PATH,
     DURABLE_TYPES,
     ERROR,
@@ -12,20 +15,12 @@ from formats.memoryrail.core import (
     TYPE_PREFIXES,
     WARNING,
     Config,
-    ConfigError,
     Memory,
     Problem,
     Project,
     RefError,
     RefIndex,
-    find_root,
-    format_timestamp,
     is_ref,
-    load_config,
-    parse_config,
-    parse_memory,
-    parse_timestamp,
-    read_project,
     short_ref,
 )
 from formats.memoryrail.secrets import RULES, SecretFinding, scan_text

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from formats.memoryrail.core import Memory
+from formats.memoryrail.model import Memory
 
 AGENT_FILES = ("AGENTS.md", "CLAUDE.md", ".cursor/rules/memoryrail.mdc")
 BEGIN = "<!-- memoryrail:begin (generated; edits inside this block are overwritten) -->"

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from formats.memoryrail.core import ERROR, WARNING, Memory, check_link, parse_timestamp
+from formats.memoryrail.fields import check_link, parse_timestamp
+from formats.memoryrail.model import ERROR, WARNING, Memory
 
 SPEC_STATUSES = ("active",)
 # What the review index checks: what recall serves, and what waits to be approved.

@@ -11,7 +11,8 @@ import math
 import re
 from typing import Any
 
-from formats.memoryrail.core import Memory, format_timestamp, parse_timestamp
+from formats.memoryrail.fields import format_timestamp, parse_timestamp
+from formats.memoryrail.model import Memory
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 # Words some YAML readers (1.1 or 1.2) resolve to booleans or null: always quote them as keys.

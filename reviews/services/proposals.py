@@ -24,7 +24,7 @@ from formats.crosswalk import (
     memoryrail_type,
     split_content,
 )
-from formats.memoryai.protocol import content_hash
+from formats.memoryai import content_hash
 from reviews.git import GitError, PushRejected
 from reviews.models import DecisionItem, DecisionKind, Memory, PushState, Repository
 from reviews.services.decisions import bot_identity

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from formats.memoryai import protocol
+from formats import memoryai as protocol
 
 
 def embedding(values: list[float]) -> str:

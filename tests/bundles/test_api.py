@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from bundles.models import BrainSettings, Chunk, Entity, MemoryEdge
-from formats.memoryai import protocol
+from formats import memoryai as protocol
 from memoryadmin.models import AuditEvent
 from tests.bundles.helpers import chunk, embedding, make_bundle, response_json, sample_bundle
 

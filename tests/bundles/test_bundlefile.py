@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from formats.memoryai import SECTIONS, BundleError
 from formats.memoryai import reader as bundlefile
-from formats.memoryai.protocol import SECTIONS, BundleError
 from formats.memoryai.reader import BundleFile
 
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from bundles.models import Chunk
 from bundles.services import bundle_import, chunk_delete, chunk_upsert
-from formats.memoryai import protocol
+from formats import memoryai as protocol
 from memoryadmin.audit import Actor
 from tests.bundles.helpers import response_json, sample_bundle
 

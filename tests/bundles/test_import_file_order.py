@@ -10,7 +10,7 @@ import pytest
 
 from bundles.models import Chunk, Entity, MemoryEdge
 from bundles.services import bundle_import, bundle_import_file
-from formats.memoryai.protocol import SECTIONS
+from formats.memoryai import SECTIONS
 from memoryadmin.audit import Actor
 from memoryadmin.models import Team
 from tests.bundles.helpers import chunk, sample_bundle
@@ -98,7 +98,7 @@ def test_it_verifies_the_checksum_in_any_key_order(tmp_path, team, order):
 
 
 def test_it_refuses_a_repeated_section_key(tmp_path, team):
-    from formats.memoryai.protocol import BundleError
+    from formats.memoryai import BundleError
 
     text = json.dumps(sample_bundle())[:-1] + ', "chunks": []}'
     path = tmp_path / "bundle.json"

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formats.memoryai import protocol
-from formats.memoryai.protocol import BundleError
+from formats import memoryai as protocol
+from formats.memoryai import BundleError
 from tests.bundles.helpers import chunk, make_bundle, sample_bundle
 
 MANIFEST = '"manifest":{"embedding_dim":0,"embedding_model":"","scope":"full"},"version":1}'

@@ -15,10 +15,10 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from formats import memoryai as protocol
 from formats import memoryrail
 from formats import openmemories as om
-from formats.memoryai import protocol
-from formats.memoryrail.core import ConfigError
+from formats.memoryrail.config import ConfigError
 
 YAMLISH = st.sampled_from(
     [

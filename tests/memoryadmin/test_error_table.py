@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 
-from formats.memoryai.protocol import BundleError
+from formats.memoryai import BundleError
 from memoryadmin.api_errors import exception_handler
 from memoryadmin.errors import Conflict, DomainError, Forbidden, NotFound, Unprocessable
 

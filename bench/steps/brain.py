@@ -1,0 +1,288 @@
+"""Brain steps: import and export, and their COPY baselines."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.steps.helpers import _team
+from bench.steps.measure import Probe
+
+# -- brain: import and export ---------------------------------------------------------------
+
+
+def brain_import(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
+    from bundles.services import bundle_import_file
+    from memoryadmin.audit import Actor
+
+    team = _team(args["team"])
+    with probe():
+        result = bundle_import_file(team=team, actor=Actor.system(), path=Path(args["path"]))
+    report = result["report"]
+    return {"chunks": report["chunks"], "edges": report["memory_edges"]}
+
+
+def brain_export(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
+    """Through the real API view, as a client would ask for it; the body is counted, not kept."""
+    from rest_framework.test import APIClient
+
+    from memoryadmin.audit import Actor
+    from memoryadmin.services import token_create
+
+    team = _team(args["team"])
+    _, secret = token_create(
+        actor=Actor.system(), team=team, name=f"bench-{time.time_ns()}", scopes=["bundles:export"]
+    )
+    client = APIClient(HTTP_HOST="127.0.0.1")
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    path = "/v1/brain/export/stream" if args["kind"] == "ndjson" else "/v1/brain/export"
+    # A running server has its URLconf (every app's views) imported already; a fresh process
+    # would spend ~0.3 s of the timed section importing it on the first request.
+    from django.urls import get_resolver
+
+    get_resolver().resolve(path)
+    size = 0
+    with probe():
+        response = client.post(path, {"scope": "full"}, format="json")
+        if response.status_code != 200:
+            raise RuntimeError(f"export answered {response.status_code}")
+        if response.streaming:
+            for part in response.streaming_content:
+                size += len(part)
+        else:
+            size = len(response.content)
+        response.close()
+    return {"bytes": size}
+
+
+def brain_export_file(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
+    """Write the team's JSON export to a file (setup for importing our own export: untimed)."""
+    from bundles.services.exports import ExportRequest, bundle_export_json
+    from memoryadmin.audit import Actor
+
+    team = _team(args["team"])
+    with Path(args["path"]).open("wb") as out:
+        for part in bundle_export_json(
+            team=team, actor=Actor.system(), request=ExportRequest(scope="full")
+        ):
+            out.write(part)
+    return {"bytes": Path(args["path"]).stat().st_size}
+
+
+EXPORT_QUERIES = {
+    "bundles_chunk": (
+        "SELECT id, content, content_hash, memory_type, embedding, embedding_model, "
+        "embedding_dim, tags, zone, importance, is_pinned, decay_score, tier, created_at, "
+        "accessed_at, valid_until, metadata FROM bundles_chunk "
+        "WHERE team_id = {team} AND NOT is_deleted ORDER BY id"
+    ),
+    "bundles_memoryedge": (
+        "SELECT source_id, target_id, edge_type, weight, co_activation_count, created_at, "
+        "updated_at FROM bundles_memoryedge WHERE team_id = {team} ORDER BY id"
+    ),
+    "bundles_entity": (
+        "SELECT name, frequency, first_seen, last_seen, is_dna FROM bundles_entity "
+        "WHERE team_id = {team} ORDER BY id"
+    ),
+}
+
+
+def export_baseline(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
+    """PostgreSQL's own COPY (SELECT …) TO STDOUT of the rows the export sends."""
+    from django.db import connection
+
+    team = _team(args["team"])
+    size = 0
+    with probe(), connection.cursor() as cursor:
+        for query in EXPORT_QUERIES.values():
+            sql = query.format(team=int(team.pk))
+            if connection.vendor == "postgresql":
+                with cursor.cursor.copy(f"COPY ({sql}) TO STDOUT") as copy:
+                    for block in copy:
+                        size += len(block)
+            else:  # SQLite has no COPY: a plain read of the same rows
+                cursor.execute(sql)
+                while rows := cursor.fetchmany(2000):
+                    size += len(rows)
+    return {"bytes": size}
+
+
+def _copy_text(value: Any) -> str:
+    if value is None:
+        return "\\N"
+    if isinstance(value, bool):
+        return "t" if value else "f"
+    if isinstance(value, bytes):
+        return "\\\\x" + value.hex()
+    if isinstance(value, dict | list):
+        value = json.dumps(value)
+    text = str(value)
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def _chunk_columns(c: dict[str, Any], team_id: int) -> dict[str, Any]:
+    import base64
+
+    embedding = base64.b64decode(c["embedding"])
+    return {
+        "team_id": team_id,
+        "content": c["content"],
+        "content_hash": c["content_hash"],
+        "memory_type": c["memory_type"],
+        "embedding": embedding,
+        "embedding_model": c["embedding_model"],
+        "embedding_dim": len(embedding) // 4,
+        "tags": c["tags"],
+        "zone": c["zone"],
+        "importance": c["importance"],
+        "is_pinned": c["is_pinned"],
+        "decay_score": c["decay_score"],
+        "tier": c["tier"],
+        "created_at": c["created_at"],
+        "accessed_at": None,
+        "valid_until": None,
+        "metadata": c["metadata"],
+        "origin": "import",
+        "is_dna": c["memory_type"] == "decision",
+        "is_deleted": False,
+        "deleted_at": None,
+        "suspicious": False,
+        "updated_at": c["created_at"],
+        "standalone": True,
+    }
+
+
+def _chunk_baseline_columns() -> tuple[str, ...]:
+    """The columns the import writes that the baseline knows how to fill (the import's list
+    grows as the app does; a column the baseline does not know is left empty)."""
+    from bundles.services.imports import CHUNK_INSERT_COLUMNS
+
+    known = _chunk_columns(
+        {
+            "embedding": "",
+            "tags": [],
+            "metadata": {},
+            **dict.fromkeys(
+                (
+                    "content",
+                    "content_hash",
+                    "memory_type",
+                    "embedding_model",
+                    "zone",
+                    "importance",
+                    "is_pinned",
+                    "decay_score",
+                    "tier",
+                    "created_at",
+                )
+            ),
+        },
+        0,
+    )
+    return tuple(name for name in CHUNK_INSERT_COLUMNS if name in known)
+
+
+def _baseline_rows(path: Path, team_id: int) -> dict[str, list[tuple[Any, ...]]]:
+    """The rows the import would write, as plain tuples (untimed preparation)."""
+
+    bundle = json.loads(path.read_text(encoding="utf-8"))
+    columns = _chunk_baseline_columns()
+    chunks = [
+        tuple(_chunk_columns(c, team_id).get(name) for name in columns) for c in bundle["chunks"]
+    ]
+    edges = [
+        (
+            team_id,
+            e["chunk_a"],
+            e["chunk_b"],
+            e["edge_type"],
+            e["weight"],
+            e["co_activation_count"],
+            e["created_at"],
+            e["updated_at"],
+        )
+        for e in bundle["memory_edges"]
+    ]
+    entities = [
+        (team_id, e["name"], e["frequency"], e["first_seen"], e["last_seen"], e["is_dna"], STAMP)
+        for e in bundle["entities"]
+    ]
+    return {"chunk": chunks, "edge": edges, "entity": entities}
+
+
+STAMP = "2026-01-01T00:00:00Z"
+
+
+def import_baseline(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
+    """COPY … FROM STDIN of the same rows into scratch tables shaped like the real ones."""
+    from django.db import connection
+
+    from bundles.services.imports import EDGE_COLUMNS, ENTITY_COLUMNS
+
+    columns = {
+        "chunk": ("bundles_chunk", _chunk_baseline_columns()),
+        # The same columns the import writes, so the baseline copies the same data.
+        "edge": ("bundles_memoryedge", EDGE_COLUMNS),
+        "entity": ("bundles_entity", ENTITY_COLUMNS),
+    }
+    team = _team(args["team"])
+    rows = _baseline_rows(Path(args["path"]), team.pk)
+    scratch = Path(tempfile.mkdtemp(prefix="bench-copy-"))
+    files = {}
+    postgres = connection.vendor == "postgresql"
+    try:
+        with connection.cursor() as cursor:
+            for name, (table, cols) in columns.items():
+                cursor.execute(f"DROP TABLE IF EXISTS bench_copy_{name}")
+                if postgres:  # the real table's defaults, constraints and indexes, no FKs
+                    cursor.execute(f"CREATE TABLE bench_copy_{name} (LIKE {table} INCLUDING ALL)")
+                    cursor.execute(  # columns the import does not write may stay empty here
+                        "SELECT column_name FROM information_schema.columns WHERE table_name = %s "
+                        "AND is_nullable = 'NO' AND is_identity = 'NO' AND column_default IS NULL",
+                        [f"bench_copy_{name}"],
+                    )
+                    for (column,) in cursor.fetchall():
+                        if column not in cols:
+                            cursor.execute(
+                                f"ALTER TABLE bench_copy_{name} ALTER COLUMN {column} DROP NOT NULL"
+                            )
+                    files[name] = scratch / f"{name}.copy"
+                    with files[name].open("w", encoding="utf-8") as out:
+                        for row in rows[name]:
+                            out.write("\t".join(_copy_text(v) for v in row) + "\n")
+                else:
+                    cursor.execute(
+                        f"CREATE TABLE bench_copy_{name} AS SELECT * FROM {table} WHERE 0"
+                    )
+        count = sum(len(r) for r in rows.values())
+        if postgres:
+            del rows
+        with probe(), connection.cursor() as cursor:
+            for name, (_, cols) in columns.items():
+                names = ", ".join(cols)
+                if postgres:
+                    with (
+                        cursor.cursor.copy(f"COPY bench_copy_{name} ({names}) FROM STDIN") as copy,
+                        files[name].open("rb") as source,
+                    ):
+                        while block := source.read(1 << 20):
+                            copy.write(block)
+                else:
+                    marks = ", ".join(["%s"] * len(cols))
+                    cursor.executemany(
+                        f"INSERT INTO bench_copy_{name} ({names}) VALUES ({marks})",
+                        [
+                            tuple(json.dumps(v) if isinstance(v, dict | list) else v for v in r)
+                            for r in rows[name]
+                        ],
+                    )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        with connection.cursor() as cursor:
+            for name in columns:
+                cursor.execute(f"DROP TABLE IF EXISTS bench_copy_{name}")
+    return {"rows": count}

@@ -1,0 +1,125 @@
+"""Review steps: a repository, its index (sync), batch approval, and the git baselines."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.steps.helpers import _team, _user
+from bench.steps.measure import Probe
+
+# -- reviews --------------------------------------------------------------------------------
+
+
+def review_setup(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
+    from reviews.models import Repository
+
+    team = _team(args["team"])
+    Repository.objects.filter(team=team).delete()
+    repository = Repository.objects.create(
+        team=team, name="bench", remote_url=args["remote_url"], branch="main"
+    )
+    return {"repository_id": repository.pk}
+
+
+def review_index(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
+    from reviews.models import Memory
+    from reviews.services import repository_sync
+
+    with probe():
+        repository = repository_sync(repository_id=args["repository_id"])
+    if not repository.last_sync_ok:
+        raise RuntimeError(f"sync failed: {repository.last_error}")
+    return {
+        "memories": Memory.objects.filter(repository=repository).count(),
+        "proposed": Memory.objects.filter(repository=repository, status="proposed").count(),
+    }
+
+
+def index_baseline(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
+    """git clone of the remote, then read and parse every memory with the strict reader."""
+    from formats import frontmatter
+
+    target = Path(tempfile.mkdtemp(prefix="bench-clone-")) / "copy"
+    try:
+        with probe():
+            subprocess.run(
+                ["git", "clone", "--quiet", args["remote_url"], str(target)],
+                check=True,
+            )
+            count = 0
+            for path in sorted((target / ".memoryrail" / "memories").glob("*.md")):
+                frontmatter.parse(path.read_bytes())
+                count += 1
+    finally:
+        shutil.rmtree(target.parent, ignore_errors=True)
+    return {"memories": count}
+
+
+def review_approve(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
+    """Approve every proposal in one batch; the push task runs eagerly when the batch commits."""
+    from memoryadmin.audit import Actor
+    from reviews.models import Decision, Memory
+    from reviews.services import proposals_decide
+
+    repository_id = args["repository_id"]
+    team_slug = args["team"]
+    user = _user("bench-reviewer", [team_slug], role="reviewer")
+    ids = list(
+        Memory.objects.filter(repository_id=repository_id, status="proposed").values_list(
+            "pk", flat=True
+        )
+    )
+    start = time.time()
+    with probe():
+        decisions = proposals_decide(
+            actor=Actor(user=user), team=_team(team_slug), memory_ids=ids, kind="approve"
+        )
+    decision = Decision.objects.get(pk=decisions[0].pk)
+    if decision.state != "pushed":
+        raise RuntimeError(f"decision {decision.state}: {decision.state_detail}")
+    pushed = decision.finished_at.timestamp() - start
+    return {"proposals": len(ids), "pushed_seconds": pushed, "commit": decision.commit_sha}
+
+
+BASELINE_SCRIPT = r"""set -eu
+xargs -a "$1" sed -i -e 's/^status: "proposed"/status: "active"/' \
+  -e 's/^updated: .*/updated: "2026-06-01T00:00:00.000Z"/'
+git add -A
+git commit --quiet --no-verify -m "Approve $(wc -l < "$1") proposals"
+git push --quiet origin HEAD:refs/heads/main
+"""
+
+
+def review_baseline(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
+    """The same edits made by a shell script, then git add -A && git commit && git push."""
+    from bench.data import GIT_ENV
+
+    scratch = Path(tempfile.mkdtemp(prefix="bench-git-"))
+    try:
+        bare = scratch / "remote.git"
+        shutil.copytree(args["bare"], bare)
+        clone = scratch / "clone"
+        subprocess.run(
+            ["git", "clone", "--quiet", bare.as_uri(), str(clone)],
+            check=True,
+        )
+        paths = scratch / "paths.txt"
+        paths.write_text("\n".join(args["paths"]) + "\n", encoding="utf-8")
+        script = scratch / "approve.sh"
+        script.write_text(BASELINE_SCRIPT, encoding="utf-8")
+        with probe():
+            subprocess.run(
+                ["bash", str(script), str(paths)],
+                cwd=clone,
+                env={**os.environ, **GIT_ENV},
+                check=True,
+            )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return {"proposals": len(args["paths"])}

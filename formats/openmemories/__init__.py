@@ -1,0 +1,95 @@
+"""OpenMemories 0.1: parse and validate records and manifests, and select the active records.
+
+No Django import. `from formats import openmemories as om` reads every public name here:
+`model` (constants and result types), `text` (string faults, timestamps, URIs), `records`
+(record files), `manifest` (memories.json and its paths) and `selection` (expiry and
+replacement).
+"""
+
+from __future__ import annotations
+
+from formats.openmemories.manifest import (
+    load_manifest_json,
+    parse_manifest,
+    path_problem,
+)
+from formats.openmemories.model import (
+    ABSOLUTE_URI_RE,
+    DEFAULT_MAX_ENTRIES,
+    DEFAULT_MAX_MANIFEST_BYTES,
+    DEFAULT_MAX_RECORD_BYTES,
+    ENTRY_KEYS,
+    KINDS,
+    KNOWN_FIELDS,
+    MANIFEST_KEYS,
+    MAX_TITLE_CHARS,
+    OPTIONAL_FIELDS,
+    PROVENANCE_KEYS,
+    REQUIRED_FIELDS,
+    SCHEME_RE,
+    SURROGATE_RE,
+    TIMESTAMP_RE,
+    VERSION,
+    Entry,
+    Manifest,
+    ManifestError,
+    Problem,
+    Record,
+    Rejection,
+    Selection,
+    content_hash,
+)
+from formats.openmemories.records import (
+    parse_record,
+)
+from formats.openmemories.selection import (
+    select,
+)
+from formats.openmemories.text import (
+    STRING_FAULTS,
+    format_timestamp,
+    is_absolute_uri,
+    mapping_problem,
+    parse_timestamp,
+    string_fault,
+    string_problem,
+)
+
+__all__ = [
+    "ABSOLUTE_URI_RE",
+    "DEFAULT_MAX_ENTRIES",
+    "DEFAULT_MAX_MANIFEST_BYTES",
+    "DEFAULT_MAX_RECORD_BYTES",
+    "ENTRY_KEYS",
+    "KINDS",
+    "KNOWN_FIELDS",
+    "MANIFEST_KEYS",
+    "MAX_TITLE_CHARS",
+    "OPTIONAL_FIELDS",
+    "PROVENANCE_KEYS",
+    "REQUIRED_FIELDS",
+    "SCHEME_RE",
+    "STRING_FAULTS",
+    "SURROGATE_RE",
+    "TIMESTAMP_RE",
+    "VERSION",
+    "Entry",
+    "Manifest",
+    "ManifestError",
+    "Problem",
+    "Record",
+    "Rejection",
+    "Selection",
+    "content_hash",
+    "format_timestamp",
+    "is_absolute_uri",
+    "load_manifest_json",
+    "mapping_problem",
+    "parse_manifest",
+    "parse_record",
+    "parse_timestamp",
+    "path_problem",
+    "select",
+    "string_fault",
+    "string_problem",
+]

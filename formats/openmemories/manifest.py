@@ -1,0 +1,218 @@
+"""OpenMemories 0.1 manifests (memories.json): strict JSON, entries, and the path rules.
+No Django import."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from formats.openmemories.model import (
+    DEFAULT_MAX_ENTRIES,
+    DEFAULT_MAX_MANIFEST_BYTES,
+    ENTRY_KEYS,
+    MANIFEST_KEYS,
+    SCHEME_RE,
+    VERSION,
+    Entry,
+    Manifest,
+    ManifestError,
+    Rejection,
+)
+from formats.openmemories.text import (
+    _clean,
+    mapping_problem,
+    string_problem,
+)
+
+# ----------------------------------------------------------------------------- paths
+
+
+_CONTROL_CHAR = re.compile("[\x00-\x1f\x7f]")
+
+
+def path_problem(path: str) -> str | None:
+    """Why a manifest path breaks the 0.1 path rules, or None when it is acceptable."""
+    if not path:
+        return "the path is empty"
+    if _CONTROL_CHAR.search(path):
+        return "the path contains a control character"
+    if "\\" in path:
+        return "the path contains a backslash"
+    if path.startswith("//"):
+        return "the path has an authority (starts with //)"
+    if path.startswith("/"):
+        return "the path starts with a slash"
+    if SCHEME_RE.match(path) or ":" in path.split("/", 1)[0]:
+        return "the path has a scheme"
+    if "%" in path:
+        return "the path contains a percent escape"
+    if "?" in path:
+        return "the path contains a query"
+    if "#" in path:
+        return "the path contains a fragment"
+    for segment in path.split("/"):
+        if segment == "":
+            return "the path has an empty segment"
+        if segment in (".", ".."):
+            return f"the path has a '{segment}' segment"
+    if not path.endswith(".md"):
+        return "the path does not end in .md"
+    return None
+
+
+# ----------------------------------------------------------------------------- manifests
+
+
+def _reject_constant(name: str) -> Any:
+    raise ManifestError("json-constant", f"the manifest uses {name}, which JSON does not allow")
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ManifestError("json-duplicate-key", f"the manifest repeats the key '{key}'")
+        result[key] = value
+    return result
+
+
+def load_manifest_json(data: bytes, *, max_bytes: int = DEFAULT_MAX_MANIFEST_BYTES) -> Any:
+    """Strict JSON: UTF-8, a size limit, no duplicate keys, no NaN or Infinity."""
+    if len(data) > max_bytes:
+        raise ManifestError("too-large", f"the manifest is {len(data)} bytes, over {max_bytes}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ManifestError("not-utf8", "the manifest is not valid UTF-8") from exc
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    try:
+        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise ManifestError(
+            "json-syntax", f"the manifest is not valid JSON: {exc.msg} (line {exc.lineno})"
+        ) from exc
+    except RecursionError as exc:
+        raise ManifestError("json-syntax", "the manifest nests too deeply") from exc
+
+
+def parse_manifest(
+    data: bytes,
+    *,
+    max_bytes: int = DEFAULT_MAX_MANIFEST_BYTES,
+    max_entries: int = DEFAULT_MAX_ENTRIES,
+) -> Manifest:
+    """Validate memories.json. Whole-manifest faults raise ManifestError; a bad entry is only
+    rejected (with a code) and the other entries stay usable."""
+    document = load_manifest_json(data, max_bytes=max_bytes)
+    if not isinstance(document, dict):
+        raise ManifestError("manifest-not-object", "the manifest must be a JSON object")
+    # Every string outside the entries (keys, version, name, extensions), before any message
+    # quotes one; an entry's strings are judged with the entry below.
+    found = mapping_problem(
+        {key: value for key, value in document.items() if key != "memories"}, "the manifest"
+    )
+    if found is not None:
+        raise ManifestError(found[0], found[1])
+    for key in document:
+        if key not in MANIFEST_KEYS and not key.startswith("x-"):
+            raise ManifestError(
+                "unknown-key", f"'{key}' is not a manifest field; extensions must start with x-"
+            )
+    if "openmemories" not in document:
+        raise ManifestError("missing-field", "the manifest has no 'openmemories' version")
+    if document["openmemories"] != VERSION:
+        raise ManifestError(
+            "unsupported-version",
+            f"the manifest version is {document['openmemories']!r}; "
+            f"this reader supports only '{VERSION}'",
+        )
+    name = document.get("name")
+    if "name" not in document:
+        raise ManifestError("missing-field", "the manifest has no 'name'")
+    if not isinstance(name, str) or not name.strip():
+        raise ManifestError("bad-name", "'name' must be a non-empty string")
+    if "memories" not in document:
+        raise ManifestError("missing-field", "the manifest has no 'memories' array")
+    memories = document["memories"]
+    if not isinstance(memories, list):
+        raise ManifestError("bad-memories", "'memories' must be an array")
+    if len(memories) > max_entries:
+        raise ManifestError(
+            "too-many-entries", f"the manifest lists {len(memories)} records, over {max_entries}"
+        )
+    candidates: list[Entry] = []
+    rejected: list[Rejection] = []
+    for index, item in enumerate(memories):
+        where = f"memories[{index}]"
+        if not isinstance(item, dict):
+            rejected.append(Rejection("bad-entry", f"{where} must be an object"))
+            continue
+        entry_id, path = item.get("id"), item.get("path")
+        problem = string_problem(item, where)  # id, path and x- keys alike
+        if problem is not None:
+            rejected.append(Rejection(*problem, None, _clean(path), _clean(entry_id)))
+            continue
+        unknown = [k for k in item if k not in ENTRY_KEYS and not str(k).startswith("x-")]
+        if unknown:
+            rejected.append(
+                Rejection("unknown-key", f"{where} has unknown key '{unknown[0]}'", None)
+            )
+            continue
+        if not isinstance(entry_id, str) or not entry_id:
+            rejected.append(
+                Rejection("bad-entry", f"{where}.id must be a non-empty string", path=_s(path))
+            )
+            continue
+        if not isinstance(path, str) or not path:
+            rejected.append(
+                Rejection("bad-entry", f"{where}.path must be a non-empty string", id=entry_id)
+            )
+            continue
+        reason = path_problem(path)
+        if reason is not None:
+            rejected.append(Rejection("bad-path", f"{where}.path: {reason}", None, path, entry_id))
+            continue
+        candidates.append(Entry(entry_id, path))
+    # Duplicates make every entry involved ambiguous, so all of them are rejected.
+    id_counts = _counts(entry.id for entry in candidates)
+    path_counts = _counts(entry.path for entry in candidates)
+    entries: list[Entry] = []
+    for entry in candidates:
+        if id_counts[entry.id] > 1:
+            rejected.append(
+                Rejection(
+                    "duplicate-id",
+                    f"the id {entry.id!r} is listed more than once",
+                    None,
+                    entry.path,
+                    entry.id,
+                )
+            )
+        elif path_counts[entry.path] > 1:
+            rejected.append(
+                Rejection(
+                    "duplicate-path",
+                    f"the path {entry.path!r} is listed more than once",
+                    None,
+                    entry.path,
+                    entry.id,
+                )
+            )
+        else:
+            entries.append(entry)
+    extensions = {k: v for k, v in document.items() if k.startswith("x-")}
+    return Manifest(name.strip(), tuple(entries), tuple(rejected), extensions)
+
+
+def _s(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _counts(values: Iterable[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    return counts
