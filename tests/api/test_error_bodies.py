@@ -6,7 +6,7 @@ import orjson
 
 from memoryadmin.audit import Actor
 from reviews.models import Repository
-from sources.services import source_add
+from sources.services.lifecycle import source_add
 from tests.bundles.helpers import chunk, make_bundle
 
 
