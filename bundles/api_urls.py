@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.urls import path
 
 from bundles import api
-from bundles.api import context
+from bundles.api import agents, context
 
 urlpatterns = [
     path("v1/brain/export", api.ExportView.as_view(), name="bundle-export"),
@@ -18,4 +18,8 @@ urlpatterns = [
     ),
     path("v1/spec", api.SpecView.as_view(), name="bundle-spec"),
     path("api/context/", context.ContextView.as_view(), name="api-context"),
+    path("api/search/", agents.SearchView.as_view(), name="api-search"),
+    path("api/precheck/", agents.PrecheckView.as_view(), name="api-precheck"),
+    path("api/memories/", agents.ProposeView.as_view(), name="api-memory-propose"),
+    path("api/memories/<path:ref>/", agents.MemoryView.as_view(), name="api-memory"),
 ]

@@ -53,6 +53,7 @@ class Scope(models.TextChoices):
     SOURCES_MANAGE = "sources:manage", "Change sources' credentials and delete sources"
     REVIEWS_READ = "reviews:read", "Read reviews"
     REVIEWS_WRITE = "reviews:write", "Approve and reject proposals"
+    REVIEWS_PROPOSE = "reviews:propose", "Propose memories to team repositories (agents)"
 
 
 def token_hash(secret: str) -> str:

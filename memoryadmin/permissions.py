@@ -37,6 +37,7 @@ SCOPE_ACTIONS: dict[str, Action] = {
     Scope.SOURCES_MANAGE: Action.MANAGE,
     Scope.REVIEWS_READ: Action.VIEW,
     Scope.REVIEWS_WRITE: Action.REVIEW,
+    Scope.REVIEWS_PROPOSE: Action.VIEW,  # a proposal waits for review (bundles.agents.proposals)
 }
 
 

@@ -5,6 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
 
+from bundles.mcp import mcp_view
 from memoryadmin import api_views, views
 from memoryadmin.middleware import content_security_policy_extend
 
@@ -44,4 +45,5 @@ urlpatterns = [
         name="api-docs",
     ),
     path("", include("bundles.api_urls")),
+    path("mcp", mcp_view, name="mcp"),
 ]
