@@ -23,7 +23,7 @@ from bundles.agents.search import any_word_query, keyword_hits
 from bundles.context import UNTRUSTED_NOTE
 from bundles.models import ChunkOrigin
 from bundles.selectors import active_origins, served_chunks
-from formats.memoryrail.core import check_link
+from formats.memoryrail.fields import check_link
 from memoryadmin.models import Team
 from reviews.models import Memory, MemoryStatus
 from reviews.selectors import memory_pinned, memory_provenance, memory_tags

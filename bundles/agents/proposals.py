@@ -26,7 +26,7 @@ from bundles.agents.readmodel import clean_list, clean_text, team_repository
 from bundles.models import ImportProposal, ProposalState
 from formats import memoryrail
 from formats.memoryrail import DURABLE_TYPES, TYPE_PREFIXES
-from formats.memoryrail.core import check_link
+from formats.memoryrail.fields import check_link
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Team
 from reviews.models import Memory

@@ -19,7 +19,7 @@ from bundles.models import Chunk, ChunkOrigin
 from bundles.readlog import refs_summary
 from bundles.secrets import mask_secrets
 from formats.crosswalk import REVERSE_TYPES, split_content
-from formats.memoryrail.core import PREFIX_TYPES
+from formats.memoryrail.model import PREFIX_TYPES
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Team
 from reviews.models import Repository

@@ -47,7 +47,7 @@ from bundles.context import UNTRUSTED_NOTE
 from bundles.models import Chunk
 from bundles.selectors import active_origins, served_chunks
 from formats.crosswalk import MEMORY_TYPES, SOURCE_TYPES
-from formats.memoryai.protocol import CORE_TYPES
+from formats.memoryai import CORE_TYPES
 from memoryadmin.models import Team
 
 RRF_K = 60  # reciprocal rank fusion: score = sum(1 / (RRF_K + rank)) over the signals

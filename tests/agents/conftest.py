@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bundles.models import Chunk
-from formats.memoryai import protocol
+from formats import memoryai as protocol
 from memoryadmin.audit import Actor
 from reviews import services as review_services
 from sources import services as source_services
