@@ -14,8 +14,9 @@ from bundles.models import Chunk
 from formats import memoryai as protocol
 from memoryadmin.audit import Actor
 from reviews import services as review_services
-from sources import services as source_services
 from sources.models import Source
+from sources.services.lifecycle import source_add, source_approve
+from sources.services.refresh import source_refresh
 from tests.reviews.conftest import M, data_dir, memory_text, remote, repository  # noqa: F401
 from tests.sources.helpers import record_text, write_source
 
@@ -108,9 +109,9 @@ def approved_source(team, root) -> Source:  # type: ignore[no-untyped-def]
             ),
         },
     )
-    source = source_services.source_add(actor=Actor.system(), team=team, location=str(root))
-    source_services.source_approve(actor=Actor.system(), source=source)
-    source_services.source_refresh(source_id=source.pk)
+    source = source_add(actor=Actor.system(), team=team, location=str(root))
+    source_approve(actor=Actor.system(), source=source)
+    source_refresh(source_id=source.pk)
     source.refresh_from_db()
     return source
 
