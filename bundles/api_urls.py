@@ -5,18 +5,19 @@ from __future__ import annotations
 
 from django.urls import path
 
-from bundles import api
-from bundles.api import agents, context
+from bundles.api import agents, context, exports, imports
 
 urlpatterns = [
-    path("v1/brain/export", api.ExportView.as_view(), name="bundle-export"),
-    path("v1/brain/export/stream", api.ExportStreamView.as_view(), name="bundle-export-stream"),
-    path("v1/brain/import", api.ImportView.as_view(), name="bundle-import"),
-    path("v1/brain/import/file", api.ImportFileView.as_view(), name="bundle-import-file"),
+    path("v1/brain/export", exports.ExportView.as_view(), name="bundle-export"),
+    path("v1/brain/export/stream", exports.ExportStreamView.as_view(), name="bundle-export-stream"),
+    path("v1/brain/import", imports.ImportView.as_view(), name="bundle-import"),
+    path("v1/brain/import/file", imports.ImportFileView.as_view(), name="bundle-import-file"),
     path(
-        "v1/brain/import/jobs/<int:job_id>", api.ImportJobView.as_view(), name="bundle-import-job"
+        "v1/brain/import/jobs/<int:job_id>",
+        imports.ImportJobView.as_view(),
+        name="bundle-import-job",
     ),
-    path("v1/spec", api.SpecView.as_view(), name="bundle-spec"),
+    path("v1/spec", exports.SpecView.as_view(), name="bundle-spec"),
     path("api/context/", context.ContextView.as_view(), name="api-context"),
     path("api/search/", agents.SearchView.as_view(), name="api-search"),
     path("api/precheck/", agents.PrecheckView.as_view(), name="api-precheck"),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bundles.imports import bundle_import
 from bundles.models import Chunk
-from bundles.services import bundle_import
 from formats import memoryai as protocol
 from memoryadmin.audit import Actor
 from memoryadmin.models import Team

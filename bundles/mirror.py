@@ -261,6 +261,33 @@ def _reconcile(
 ) -> MirrorResult:
     now = timezone.now()
     result = MirrorResult()
+    parsed = _parse(group, wanted, result)
+    chunks, missing = _chunks_for(team, kind, parsed, now, result)
+    plan = _plan(
+        team=team, group=group, kind=kind, parsed=parsed, chunks=chunks, missing=missing, now=now
+    )
+    _apply(plan, now, result)
+    if result.changed:
+        audit_record(
+            actor=actor,
+            action="brain.mirror",
+            team=team,
+            target_type="bundles.brain",
+            target_id=team.pk,
+            summary=(
+                f"Mirrored {label} into the brain: {len(parsed)} served, "
+                f"{result.chunks_created} new chunks, {result.activated} returned, "
+                f"{result.deactivated} withdrawn"
+            ),
+            data={"group": group, **result.as_dict()},
+        )
+    return result
+
+
+def _parse(
+    group: str, wanted: list[Mirrored], result: MirrorResult
+) -> dict[str, tuple[Mirrored, protocol.ChunkRecord]]:
+    """ref -> (wanted item, its chunk record); items the format refuses are skipped."""
     parsed: dict[str, tuple[Mirrored, protocol.ChunkRecord]] = {}
     for item in wanted:
         try:
@@ -281,8 +308,18 @@ def _reconcile(
             logger.warning("mirror %s skipped %s: %s", group, item.ref, exc)
             continue
         parsed[item.ref] = (item, record)
+    return parsed
 
-    origins = {o.ref: o for o in ChunkOrigin.objects.filter(team=team, group=group)}
+
+def _chunks_for(
+    team: Team,
+    kind: str,
+    parsed: dict[str, tuple[Mirrored, protocol.ChunkRecord]],
+    now: datetime,
+    result: MirrorResult,
+) -> tuple[dict[str, Chunk], dict[str, tuple[Mirrored, protocol.ChunkRecord]]]:
+    """The chunk of every wanted text by hash, inserting the texts no chunk holds yet (the
+    origins need their ids); returns them and the inserted ones."""
     chunks = _chunks_by_hash(team, {record.content_hash for _, record in parsed.values()})
     missing: dict[str, tuple[Mirrored, protocol.ChunkRecord]] = {}
     for item, record in parsed.values():
@@ -315,28 +352,54 @@ def _reconcile(
         )
         result.chunks_created = len(missing)
         chunks.update(_chunks_by_hash(team, missing))
+    return chunks, missing
 
+
+@dataclass
+class _Plan:
+    """What one reconcile changes, worked out before any of it is written."""
+
+    chunks: dict[str, Chunk]
+    missing: dict[str, tuple[Mirrored, protocol.ChunkRecord]] = field(default_factory=dict)
+    left: dict[int, str] = field(default_factory=dict)  # chunk id -> the ref that left it
+    chunk_updates: dict[int, Chunk] = field(default_factory=dict)
+    bump: set[int] = field(default_factory=set)
+    gained: set[int] = field(default_factory=set)  # an origin (re)activates: not withdrawn
+    new_origins: list[ChunkOrigin] = field(default_factory=list)
+    origin_updates: list[ChunkOrigin] = field(default_factory=list)
+    activated: int = 0
+    deactivated: int = 0
+    unchanged: int = 0
+
+
+def _plan(
+    *,
+    team: Team,
+    group: str,
+    kind: str,
+    parsed: dict[str, tuple[Mirrored, protocol.ChunkRecord]],
+    chunks: dict[str, Chunk],
+    missing: dict[str, tuple[Mirrored, protocol.ChunkRecord]],
+    now: datetime,
+) -> _Plan:
+    """Which origins to create, move or deactivate and which chunks to rewrite (reads only)."""
+    plan = _Plan(chunks=chunks, missing=missing)
+    origins = {o.ref: o for o in ChunkOrigin.objects.filter(team=team, group=group)}
     owners = _other_active_refs(group, [c.pk for c in chunks.values()])
     # Chunks an origin leaves (withdrawn, or its text changed): standalone ones drop our
     # provenance key, so an imported text does not keep claiming an approval that is gone.
-    left: dict[int, str] = {}
     for ref, origin in origins.items():
         if not origin.active:
             continue
         if ref not in parsed or origin.chunk_id != chunks[parsed[ref][1].content_hash].pk:
-            left[origin.chunk_id] = ref
-    chunk_updates: dict[int, Chunk] = {}
-    bump: set[int] = set()
-    gained: set[int] = set()  # chunks an origin (re)activates on: no longer withdrawn
-    new_origins: list[ChunkOrigin] = []
-    origin_updates: list[ChunkOrigin] = []
+            plan.left[origin.chunk_id] = ref
     for ref, (item, record) in parsed.items():
         chunk = chunks[record.content_hash]
-        if record.content_hash not in missing and chunk.pk not in chunk_updates:
-            _refresh_chunk(chunk, ref, item, record, owners, chunk_updates, bump)
+        if record.content_hash not in missing and chunk.pk not in plan.chunk_updates:
+            _refresh_chunk(chunk, ref, item, record, owners, plan.chunk_updates, plan.bump)
         origin = origins.get(ref)
         if origin is None:
-            new_origins.append(
+            plan.new_origins.append(
                 ChunkOrigin(
                     team=team,
                     chunk=chunk,
@@ -349,14 +412,14 @@ def _reconcile(
                     updated_at=now,
                 )
             )
-            bump.add(chunk.pk)
-            gained.add(chunk.pk)
+            plan.bump.add(chunk.pk)
+            plan.gained.add(chunk.pk)
             continue
         moved = origin.chunk_id != chunk.pk or not origin.active
         if moved:
-            bump.add(chunk.pk)
-            gained.add(chunk.pk)
-            result.activated += 1
+            plan.bump.add(chunk.pk)
+            plan.gained.add(chunk.pk)
+            plan.activated += 1
         if moved or origin.expires_at != item.expires_at or origin.metadata != item.provenance:
             origin.chunk_id, origin.active = chunk.pk, True
             origin.expires_at, origin.metadata, origin.updated_at = (
@@ -364,53 +427,44 @@ def _reconcile(
                 item.provenance,
                 now,
             )
-            origin_updates.append(origin)
+            plan.origin_updates.append(origin)
         else:
-            result.unchanged += 1
+            plan.unchanged += 1
     for ref, origin in origins.items():
         if ref not in parsed and origin.active:
             origin.active, origin.updated_at = False, now
-            origin_updates.append(origin)
-            result.deactivated += 1
+            plan.origin_updates.append(origin)
+            plan.deactivated += 1
+    return plan
 
-    bulk_insert(ChunkOrigin, new_origins, batch_size=LOOKUP_BATCH)
-    result.origins_created = len(new_origins)
-    if origin_updates:
+
+def _apply(plan: _Plan, now: datetime, result: MirrorResult) -> None:
+    """The plan's bulk writes, then the withdrawn marks and the `since` bumps."""
+    bulk_insert(ChunkOrigin, plan.new_origins, batch_size=LOOKUP_BATCH)
+    result.origins_created = len(plan.new_origins)
+    result.activated, result.deactivated = plan.activated, plan.deactivated
+    result.unchanged = plan.unchanged
+    if plan.origin_updates:
         ChunkOrigin.objects.bulk_update(
-            origin_updates,
+            plan.origin_updates,
             ["chunk", "active", "expires_at", "metadata", "updated_at"],
             batch_size=LOOKUP_BATCH,
         )
-    if chunk_updates:
+    if plan.chunk_updates:
         Chunk.objects.bulk_update(
-            list(chunk_updates.values()),
+            list(plan.chunk_updates.values()),
             ["memory_type", "tags", "zone", "is_pinned", "metadata", "valid_until", "is_dna"],
             batch_size=LOOKUP_BATCH,
         )
-        result.chunks_updated = len(chunk_updates)
-    _drop_provenance(left, keep=set(chunk_updates), now=now)
-    created_ids = {chunks[digest].pk for digest in missing}
-    _mark_withdrawn(left=set(left) - gained, back=gained - created_ids, now=now)
-    bump -= created_ids
+        result.chunks_updated = len(plan.chunk_updates)
+    _drop_provenance(plan.left, keep=set(plan.chunk_updates), now=now)
+    created_ids = {plan.chunks[digest].pk for digest in plan.missing}
+    _mark_withdrawn(left=set(plan.left) - plan.gained, back=plan.gained - created_ids, now=now)
+    bump = plan.bump - created_ids
     if bump:
         ids = sorted(bump)
         for start in range(0, len(ids), LOOKUP_BATCH):
             Chunk.objects.filter(pk__in=ids[start : start + LOOKUP_BATCH]).update(updated_at=now)
-    if result.changed:
-        audit_record(
-            actor=actor,
-            action="brain.mirror",
-            team=team,
-            target_type="bundles.brain",
-            target_id=team.pk,
-            summary=(
-                f"Mirrored {label} into the brain: {len(parsed)} served, "
-                f"{result.chunks_created} new chunks, {result.activated} returned, "
-                f"{result.deactivated} withdrawn"
-            ),
-            data={"group": group, **result.as_dict()},
-        )
-    return result
 
 
 def _refresh_chunk(

@@ -96,8 +96,8 @@ class Chunk(models.Model):
     # Imported or entered chunks stand on their own; a chunk created by a mirror (standalone
     # False) is served only while one of its ChunkOrigin rows is active (bundles.mirror).
     standalone = models.BooleanField(default=True)
-    # SHA-256 of the record this chunk was imported from, as validated (bundles.services.
-    # imports): a re-import that carries the very same record need not validate it again.
+    # SHA-256 of the record this chunk was imported from, as validated (bundles.imports.
+    # chunks): a re-import that carries the very same record need not validate it again.
     import_digest = models.BinaryField(null=True, blank=True, editable=False)
     # A mirror-only chunk (standalone False) that lost its last active origin: since when.
     # Cleared when an origin comes back; bundles.services.prune deletes it after the

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
+
+from memoryadmin.locks import LockBusy
+from reviews.git import GitError
 
 
 @shared_task(name="bundles.tasks.import_job_run", bind=True, ignore_result=True)
 def import_job_run_task(self, job_id: int) -> str:  # type: ignore[no-untyped-def]
-    from bundles.services import import_job_run
+    from bundles.imports.jobs import import_job_run
 
     # Requeued after its worker died (acks_late + reject_on_worker_lost): the job still says
     # "running" but nobody runs it; the import rolled back with the process, so run it again.
@@ -16,35 +21,46 @@ def import_job_run_task(self, job_id: int) -> str:  # type: ignore[no-untyped-de
     return job.state if job is not None else "skipped"
 
 
+def _proposal_push_failed(  # type: ignore[no-untyped-def]
+    self, exc: BaseException, task_id: str, args: Any, kwargs: Any, einfo: Any
+) -> None:
+    """After the last retry of a transient failure, the proposal fails visibly."""
+    from bundles.models import ProposalState
+    from bundles.services.proposals import import_proposal_finish
+
+    if isinstance(exc, LockBusy | GitError):
+        proposal_id = kwargs.get("proposal_id") if kwargs else None
+        import_proposal_finish(
+            proposal_id=proposal_id if proposal_id is not None else args[0],
+            state=ProposalState.FAILED,
+            detail=str(exc),
+        )
+
+
 @shared_task(
-    name="bundles.tasks.import_proposal_push", bind=True, max_retries=6, ignore_result=True
+    name="bundles.tasks.import_proposal_push",
+    bind=True,
+    ignore_result=True,
+    # import_proposal_push re-raises only transient git errors (and a busy lock)
+    autoretry_for=(LockBusy, GitError),
+    retry_backoff=5,
+    retry_backoff_max=300,
+    retry_jitter=True,
+    max_retries=6,
+    on_failure=_proposal_push_failed,
 )
 def import_proposal_push_task(self, proposal_id: int) -> str:  # type: ignore[no-untyped-def]
     """Push an import's proposals under the repository lock; retry only transient failures."""
-    import random
+    from bundles.services.proposals import import_proposal_push
 
-    from bundles.models import ProposalState
-    from bundles.services.proposals import import_proposal_finish, import_proposal_push
-    from memoryadmin.locks import LockBusy
-    from reviews.git import GitError
-
-    try:
-        proposal = import_proposal_push(proposal_id=proposal_id)
-    except (LockBusy, GitError) as exc:
-        if self.request.retries >= self.max_retries:
-            import_proposal_finish(
-                proposal_id=proposal_id, state=ProposalState.FAILED, detail=str(exc)
-            )
-            return "failed"
-        countdown = min(300.0, 5.0 * 2**self.request.retries) * (0.5 + random.random())
-        raise self.retry(exc=exc, countdown=countdown) from exc
+    proposal = import_proposal_push(proposal_id=proposal_id)
     return proposal.state if proposal is not None else "gone"
 
 
 @shared_task(name="bundles.tasks.sweep_import_jobs", ignore_result=True)
 def sweep_import_jobs() -> int:
     """Beat: send again the import jobs whose lease expired (lost task, dead worker)."""
-    from bundles.services.imports import import_jobs_sweep
+    from bundles.imports.jobs import import_jobs_sweep
 
     return len(import_jobs_sweep())
 

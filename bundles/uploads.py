@@ -8,13 +8,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler, SkipFile, StopUpload
 from django.http import HttpRequest
 
-from bundles.services.imports import scratch_dir
-
 READ_CHUNK = 64 * 1024
+
+
+def scratch_dir() -> Path:
+    folder = Path(settings.DATA_DIR) / "bundle-imports"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 class TooLargeError(Exception):

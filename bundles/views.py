@@ -6,26 +6,26 @@ import shutil
 
 from django.conf import settings
 from django.contrib import messages
+from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from bundles import selectors
-from bundles.api import parse_bundle
-from bundles.models import ImportJob
-from bundles.services import (
-    ExportRequest,
+from bundles.imports import (
     ImportOptions,
-    bundle_export_json,
+    ProposeTargetError,
     bundle_import,
     import_failure_record,
     import_job_create,
+    job_progress,
+    parse_bundle,
+    propose_target,
 )
-from bundles.services.imports import job_progress
-from bundles.services.proposals import ProposeTargetError, propose_target
+from bundles.models import ImportJob
+from bundles.services.exports import ExportRequest, bundle_export_json
 from bundles.uploads import new_scratch_file
 from formats import memoryai as protocol
-from memoryadmin.api_errors import ApiError
 from memoryadmin.audit import Actor
 from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import team_view
@@ -126,8 +126,8 @@ def brain_import(request: HttpRequest) -> HttpResponse:
         return redirect("brain", team_slug=team.slug)
     try:
         bundle = parse_bundle(upload.read())
-    except ApiError as exc:
-        return refused("malformed-json", f"The file is not valid JSON: {exc.detail}")
+    except ValidationError as exc:
+        return refused("malformed-json", f"The file is not valid JSON: {exc.messages[0]}")
     try:
         result = bundle_import(team=team, actor=actor, bundle=bundle, options=options)
     except protocol.BundleError as exc:

@@ -16,7 +16,7 @@ from bench.steps.measure import Probe
 
 
 def brain_import(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
-    from bundles.services import bundle_import_file
+    from bundles.imports import bundle_import_file
     from memoryadmin.audit import Actor
 
     team = _team(args["team"])
@@ -159,7 +159,7 @@ def _chunk_columns(c: dict[str, Any], team_id: int) -> dict[str, Any]:
 def _chunk_baseline_columns() -> tuple[str, ...]:
     """The columns the import writes that the baseline knows how to fill (the import's list
     grows as the app does; a column the baseline does not know is left empty)."""
-    from bundles.services.imports import CHUNK_INSERT_COLUMNS
+    from bundles.imports.chunks import CHUNK_INSERT_COLUMNS
 
     known = _chunk_columns(
         {
@@ -221,7 +221,7 @@ def import_baseline(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
     """COPY … FROM STDIN of the same rows into scratch tables shaped like the real ones."""
     from django.db import connection
 
-    from bundles.services.imports import EDGE_COLUMNS, ENTITY_COLUMNS
+    from bundles.imports.sections import EDGE_COLUMNS, ENTITY_COLUMNS
 
     columns = {
         "chunk": ("bundles_chunk", _chunk_baseline_columns()),

@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, Phase, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
-from bundles import api as bundles_api
 from bundles import demo as bundles_demo
+from bundles.api import schemas as bundles_api
 from memoryadmin.models import Scope
 from reviews import demo as reviews_demo
 from reviews.models import Repository

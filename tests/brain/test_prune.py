@@ -11,12 +11,10 @@ from django.db import connection, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from bundles.imports import bundle_import
 from bundles.models import Chunk, ChunkOrigin, MemoryEdge
-from bundles.services import (
-    brain_prune_withdrawn,
-    bundle_import,
-    chunk_delete,
-)
+from bundles.services.chunks import chunk_delete
+from bundles.services.prune import brain_prune_withdrawn
 from bundles.tasks import prune_withdrawn_chunks
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent

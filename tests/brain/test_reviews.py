@@ -206,7 +206,7 @@ def test_it_orders_context_pinned_first_with_provenance_and_logs_reads(
 def test_it_shows_where_each_chunk_came_from_on_the_brain_page(
     repository, client, admin_user, team, django_assert_max_num_queries
 ):
-    from bundles.services import bundle_import
+    from bundles.imports import bundle_import
 
     bundle_import(
         team=team, actor=Actor.system(), bundle=make_bundle(chunks=[chunk(1, FLAGS, "decision")])
@@ -233,7 +233,7 @@ def test_it_describes_the_mapping_in_the_spec(api_client):
 def test_it_spends_the_proposal_limit_only_on_texts_the_repository_has_not_seen(
     repository, team, token_client, django_capture_on_commit_callbacks, monkeypatch
 ):
-    from bundles.services import proposals
+    from bundles.imports import proposals
 
     monkeypatch.setattr(proposals, "PROPOSE_MAX", 2)
     client = token_client(team, ["bundles:import"])
@@ -259,3 +259,30 @@ def test_it_spends_the_proposal_limit_only_on_texts_the_repository_has_not_seen(
     assert report["skipped_limit"] == 1
     titles = {item["title"] for item in ImportProposal.objects.get().items}
     assert titles == {"Use feature flags", "Caching the build failed"}
+
+
+def test_it_fails_an_import_proposal_visibly_once_a_flaky_remote_used_up_its_retries(
+    repository, remote, team, token_client, django_capture_on_commit_callbacks
+):
+    from bundles.tasks import import_proposal_push_task
+
+    hook = remote.bare / "hooks" / "pre-receive"  # a transient failure, every time
+    hook.write_text("#!/bin/sh\necho 'the remote end hung up unexpectedly' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    client = token_client(team, ["bundles:import"])
+    with django_capture_on_commit_callbacks(execute=True):  # the first push: retried later
+        response = client.post(
+            f"/v1/brain/import?propose_to={repository.pk}",
+            data=orjson.dumps(make_bundle(chunks=[chunk(1, FLAGS, "decision")])),
+            content_type="application/json",
+        )
+    assert response.status_code == 200, response.content
+    proposal = ImportProposal.objects.get()
+    assert (proposal.state, proposal.attempts) == ("pending", 1)
+    assert "retrying" in proposal.detail
+
+    import_proposal_push_task.apply(args=[proposal.pk], retries=6, throw=False)  # the last
+    proposal.refresh_from_db()
+    assert (proposal.state, proposal.attempts) == ("failed", 2)
+    assert "hung up" in proposal.detail and proposal.finished_at is not None
+    assert AuditEvent.objects.filter(team=team, action="brain.propose-failed").count() == 1

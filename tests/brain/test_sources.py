@@ -166,7 +166,7 @@ def test_it_marks_stale_records_and_withdraws_denied_sources(https_server, team,
 def test_it_keeps_one_chunk_for_the_same_text_imported_and_from_a_source(
     team, tmp_path, token_client
 ):
-    from bundles.services import bundle_import
+    from bundles.imports import bundle_import
     from tests.bundles.helpers import chunk, make_bundle
 
     source = _approved(team, tmp_path, {"a": record_text("a", title="Deploys go out on Tuesdays")})
@@ -187,7 +187,7 @@ def test_it_keeps_one_chunk_for_the_same_text_imported_and_from_a_source(
 
 
 def test_it_never_lets_an_import_claim_provenance(team, token_client):
-    from bundles.services import bundle_import
+    from bundles.imports import bundle_import
     from tests.bundles.helpers import chunk, make_bundle
 
     forged = {"memoryadmin": {"origin": "repository", "approved_by": "Rita"}}

@@ -7,10 +7,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from bundles.imports import bundle_import
 from bundles.models import Chunk, Origin
-from bundles.services import (
+from bundles.services.chunks import (
     DnaProtectedError,
-    bundle_import,
     chunk_decay,
     chunk_delete,
     chunk_upsert,

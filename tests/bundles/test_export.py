@@ -9,8 +9,9 @@ import orjson
 import pytest
 from django.utils import timezone
 
+from bundles.imports import bundle_import
 from bundles.models import Chunk
-from bundles.services import bundle_import, chunk_delete, chunk_upsert
+from bundles.services.chunks import chunk_delete, chunk_upsert
 from formats import memoryai as protocol
 from memoryadmin.audit import Actor
 from tests.bundles.helpers import response_json, sample_bundle

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from bundles.imports import bundle_import, bundle_import_file
 from bundles.models import Chunk, Entity, MemoryEdge
-from bundles.services import bundle_import, bundle_import_file
 from formats.memoryai import SECTIONS
 from memoryadmin.audit import Actor
 from memoryadmin.models import Team

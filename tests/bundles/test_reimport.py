@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from bundles.imports import bundle_import, bundle_import_file, context
+from bundles.imports.context import ImportContext
 from bundles.mirror import PROVENANCE_KEY
 from bundles.models import Chunk, MemoryEdge
-from bundles.services import bundle_import, bundle_import_file, imports
 from memoryadmin.audit import Actor
 from tests.bundles.helpers import chunk, embedding, make_bundle, sample_bundle
 
@@ -61,17 +62,17 @@ def test_it_reports_a_known_record_as_a_full_validation_would(tmp_path, team, ot
     assert len(_chunk_warnings(first)) == 3
 
     validated = []
-    original = imports._Importer._validate
+    original = ImportContext.validate
 
     def counting(self, section, index, raw, **kwargs):
         validated.append((section, index))
         return original(self, section, index, raw, **kwargs)
 
-    imports._Importer._validate = counting
+    ImportContext.validate = counting
     try:
         again = _import(team, path)
     finally:
-        imports._Importer._validate = original
+        ImportContext.validate = original
     assert [v for v in validated if v[0] == "chunks"] == []  # every record was known
     assert again["chunks"] == {"inserted": 0, "skipped_duplicate": 4, "skipped_invalid": 0}
     assert _chunk_warnings(again) == _chunk_warnings(first)
@@ -109,7 +110,7 @@ def test_it_validates_a_chunk_that_came_from_a_mirror(tmp_path, team):
 
 @pytest.mark.parametrize("via", ["file", "memory"])
 def test_it_counts_duplicates_across_batches_of_an_empty_team(tmp_path, team, monkeypatch, via):
-    monkeypatch.setattr(imports, "BATCH", 2)
+    monkeypatch.setattr(context, "BATCH", 2)
     bundle = make_bundle(
         chunks=[
             chunk(1, "one", embedding=embedding([1, 0, 0])),

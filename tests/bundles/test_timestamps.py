@@ -11,8 +11,8 @@ from django.db import connection
 from django.db.models import Q
 from django.urls import reverse
 
+from bundles.imports import bundle_import
 from bundles.models import Chunk, Entity, MemoryEdge
-from bundles.services import bundle_import
 from memoryadmin.audit import Actor
 from memoryadmin.models import Scope
 from tests.bundles.helpers import chunk, make_bundle, response_json

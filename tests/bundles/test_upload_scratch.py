@@ -14,8 +14,9 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from bundles.imports import import_jobs_sweep
 from bundles.models import Chunk, ImportJob
-from bundles.services.imports import import_jobs_sweep, scratch_dir
+from bundles.uploads import scratch_dir
 from memoryadmin.models import AuditEvent, Scope
 from tests.bundles.helpers import chunk, make_bundle
 

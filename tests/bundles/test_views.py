@@ -9,8 +9,8 @@ import pytest
 from django.urls import reverse
 
 from bundles import demo
+from bundles.imports import bundle_import
 from bundles.models import Chunk, ImportJob, MemoryEdge
-from bundles.services import bundle_import
 from formats import memoryai as protocol
 from memoryadmin.audit import Actor
 from tests.bundles.helpers import chunk, make_bundle, sample_bundle

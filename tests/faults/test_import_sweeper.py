@@ -16,9 +16,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from bundles.imports.jobs import MAX_ATTEMPTS, import_jobs_sweep
 from bundles.models import Chunk, ImportJob, JobState
-from bundles.services.imports import MAX_ATTEMPTS, import_jobs_sweep, scratch_dir
 from bundles.tasks import import_job_run_task
+from bundles.uploads import scratch_dir
 from memoryadmin.celery import app
 from memoryadmin.models import AuditEvent
 from tests.bundles.helpers import chunk, make_bundle

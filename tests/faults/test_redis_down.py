@@ -16,8 +16,8 @@ import httpx
 import pytest
 from django.db import connection, transaction
 
+from bundles.imports import import_jobs_sweep
 from bundles.models import ImportJob, JobState
-from bundles.services.imports import import_jobs_sweep
 from memoryadmin.audit import Actor
 from memoryadmin.models import Role, Scope
 from reviews.models import Decision, Memory, PushState

@@ -14,8 +14,8 @@ import pytest
 from django.conf import settings
 
 from bundles.models import Chunk, ImportJob, JobState
-from bundles.services.imports import scratch_dir
 from bundles.tasks import import_job_run_task
+from bundles.uploads import scratch_dir
 from memoryadmin.celery import app
 from tests.bundles.helpers import chunk, make_bundle
 from tests.conftest import wait_for

@@ -8,8 +8,8 @@ from typing import Any
 
 from django.db import transaction
 
+from bundles.imports import bundle_import
 from bundles.models import Chunk, ImportJob
-from bundles.services import bundle_import
 from memoryadmin.audit import Actor
 from memoryadmin.models import ApiToken, AuditEvent, Membership, Team
 from reviews import services as review_services

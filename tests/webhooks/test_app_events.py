@@ -572,7 +572,7 @@ def test_it_sends_nothing_when_the_state_change_rolls_back(
             review_services.proposal_approve(actor=Actor(user=reviewer_user), memory=attempt)
             raise Abort
         with pytest.raises(Abort), transaction.atomic():
-            from bundles.services import bundle_import
+            from bundles.imports import bundle_import
 
             bundle_import(team=team, actor=Actor.system(), bundle=sample_bundle())
             raise Abort
