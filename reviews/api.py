@@ -24,7 +24,7 @@ from rest_framework.views import APIView
 from memoryadmin.api import HasScope, request_team, request_token
 from memoryadmin.api_errors import AUTH_ERRORS, ApiError, error_responses
 from memoryadmin.audit import Actor
-from reviews import selectors, services
+from reviews import selectors
 from reviews.models import Decision, Memory, PushState, Repository
 from reviews.serializers import (
     ApprovalSerializer,
@@ -38,6 +38,17 @@ from reviews.serializers import (
     ReproposalAllowSerializer,
     RevealSerializer,
 )
+from reviews.services.content import RevealRefused, proposal_secret_reveal
+from reviews.services.decisions import (
+    AlreadyApproved,
+    HumanApprovalRequired,
+    LinkOutsideRepo,
+    ProposalNotOpen,
+    SecretOverrideRequired,
+    proposals_review,
+)
+from reviews.services.push import DecisionNotRetryable, decision_push_retry
+from reviews.services.rejections import RejectionNotLiftable, rejection_reproposal_allow
 
 READ = {"GET": "reviews:read"}
 WRITE = {"POST": "reviews:write"}
@@ -76,17 +87,17 @@ DECIDE_ERRORS = error_responses(400, *AUTH_ERRORS, 404, 409)
 def _decide_error(exc: ValidationError) -> ApiError:
     code = (
         "secret-override-required"
-        if isinstance(exc, services.SecretOverrideRequired)
-        else ("proposal-not-open" if isinstance(exc, services.ProposalNotOpen) else "invalid")
+        if isinstance(exc, SecretOverrideRequired)
+        else ("proposal-not-open" if isinstance(exc, ProposalNotOpen) else "invalid")
     )
-    if isinstance(exc, services.AlreadyApproved):
+    if isinstance(exc, AlreadyApproved):
         code = "already-approved"
-    if isinstance(exc, services.LinkOutsideRepo):
+    if isinstance(exc, LinkOutsideRepo):
         code = "link-outside-repo"
     status_code = (
         409 if code in ("proposal-not-open", "already-approved", "link-outside-repo") else 400
     )
-    if isinstance(exc, services.HumanApprovalRequired):
+    if isinstance(exc, HumanApprovalRequired):
         code, status_code = "human-approval-required", 403
     details = exc.message_dict if hasattr(exc, "error_dict") else exc.messages
     return ApiError(status_code, code, exc.messages[0], details)
@@ -217,14 +228,14 @@ class ProposalReveal(APIView):
         if not body.is_valid():
             raise ApiError(400, "invalid", "Invalid request body.", body.errors)
         try:
-            memory = services.proposal_secret_reveal(
+            memory = proposal_secret_reveal(
                 actor=Actor.from_request(request),
                 memory=memory,
                 reason=body.validated_data["reason"],
             )
         except PermissionDenied as exc:
             raise ApiError(403, "forbidden", str(exc)) from exc
-        except services.RevealRefused as exc:
+        except RevealRefused as exc:
             code = exc.code or "reason-required"
             status_code = 409 if code == "nothing-masked" else 400
             raise ApiError(status_code, code, exc.messages[0], {"reason": exc.messages}) from exc
@@ -243,7 +254,7 @@ class ProposalDecide(APIView):
         body = DecideSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
-            outcome = services.proposals_review(
+            outcome = proposals_review(
                 actor=Actor.from_request(request),
                 team=memory.team,
                 memory_ids=[memory.pk],
@@ -329,7 +340,7 @@ class Batch(APIView):
         team = request_team(request)
         memories = [resolve_proposal(request, str(key)) for key in body.validated_data["proposals"]]
         try:
-            outcome = services.proposals_review(
+            outcome = proposals_review(
                 actor=Actor.from_request(request),
                 team=team,
                 memory_ids=[m.pk for m in memories],
@@ -398,12 +409,10 @@ class DecisionRetry(APIView):
         if decision is None:
             raise ApiError(404, "not-found", f"No decision {pk} in this team.")
         try:
-            decision = services.decision_push_retry(
-                actor=Actor.from_request(request), decision=decision
-            )
+            decision = decision_push_retry(actor=Actor.from_request(request), decision=decision)
         except PermissionDenied as exc:
             raise ApiError(403, "forbidden", str(exc)) from exc
-        except services.DecisionNotRetryable as exc:
+        except DecisionNotRetryable as exc:
             raise ApiError(409, exc.code or "decision-not-retryable", exc.messages[0]) from exc
         except ValidationError as exc:
             raise _decide_error(exc) from exc
@@ -449,7 +458,7 @@ class DecisionAllowReproposal(APIView):
         if not body.is_valid():
             raise ApiError(400, "invalid", "Invalid request body.", body.errors)
         try:
-            services.rejection_reproposal_allow(
+            rejection_reproposal_allow(
                 actor=Actor.from_request(request),
                 decision=decision,
                 refs=body.validated_data["refs"],
@@ -457,7 +466,7 @@ class DecisionAllowReproposal(APIView):
             )
         except PermissionDenied as exc:
             raise ApiError(403, "forbidden", str(exc)) from exc
-        except services.RejectionNotLiftable as exc:
+        except RejectionNotLiftable as exc:
             raise ApiError(409, exc.code or "decision-not-rejection", exc.messages[0]) from exc
         except ValidationError as exc:
             code = getattr(exc, "code", None) or "invalid"

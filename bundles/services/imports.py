@@ -314,7 +314,7 @@ class _Importer:
         if self.options.propose_to is None or not record.is_dna:
             return
         from bundles.services.proposals import ImportProposalDrafts
-        from reviews.services.proposals import ChunkToPropose
+        from reviews.services.agent_proposals import ChunkToPropose
 
         if self.proposal_drafts is None:
             self.proposal_drafts = ImportProposalDrafts(

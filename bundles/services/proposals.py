@@ -52,7 +52,7 @@ class ImportProposalDrafts:
 
     def __init__(self, *, team: Team, actor: Actor, repository_id: int) -> None:
         from reviews.models import Repository
-        from reviews.services.proposals import DraftResult
+        from reviews.services.agent_proposals import DraftResult
 
         self.repository_id = repository_id
         self.repository = Repository.objects.filter(pk=repository_id, team=team).first()
@@ -83,7 +83,7 @@ class ImportProposalDrafts:
 
     def flush(self) -> None:
         """Draft the pending chunks; drafts past the limit count as left out."""
-        from reviews.services.proposals import proposal_drafts
+        from reviews.services.agent_proposals import proposal_drafts
 
         if not self.pending or not self.usable:
             self.pending = []
@@ -115,7 +115,7 @@ def import_proposals_create(
 
     Returns the report section and its warnings. Chunks with a secret finding are not written.
     """
-    from reviews.services.proposals import agent_identity
+    from reviews.identity import agent_identity
 
     drafts.flush()
     repository, result, overflow = drafts.repository, drafts.result, drafts.overflow
@@ -210,7 +210,7 @@ def _queue(proposal_id: int) -> None:
 def import_proposal_push(*, proposal_id: int, wait: float = 120.0) -> ImportProposal | None:
     """Commit and push a pending proposal (idempotent). Transient git errors propagate."""
     from reviews.git import GitError
-    from reviews.services.proposals import proposals_push
+    from reviews.services.agent_proposals import proposals_push
 
     proposal = ImportProposal.objects.filter(pk=proposal_id).select_related("team").first()
     if proposal is None or proposal.state != ProposalState.PENDING:

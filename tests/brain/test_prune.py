@@ -20,7 +20,7 @@ from bundles.services import (
 from bundles.tasks import prune_withdrawn_chunks
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent
-from reviews import services as review_services
+from reviews.services.repositories import repository_sync
 from sources import services
 from sources.models import Source
 from tests.brain.conftest import exported
@@ -184,7 +184,7 @@ def test_it_prunes_repository_memories_withdrawn_upstream(
     constraint = Chunk.objects.get(team=team, content__startswith="Keep SQL explicit")
     assert constraint.is_dna and not constraint.standalone
     remote.commit({f"{M}/20260102-no-orm-magic.md": None}, "Drop the constraint")
-    review_services.repository_sync(repository_id=repository.pk)
+    repository_sync(repository_id=repository.pk)
     constraint.refresh_from_db()
     assert constraint.withdrawn_at is not None
     client.force_login(admin_user)
