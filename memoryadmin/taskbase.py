@@ -3,7 +3,6 @@ broker outage into the request that queued the work."""
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from celery.contrib.django.task import DjangoTask
@@ -19,5 +18,8 @@ class MemoryadminTask(DjangoTask):
         self.apply_async_on_commit(args, kwargs)
 
     def apply_async_on_commit(self, *args: Any, **kwargs: Any) -> None:
+        def send() -> None:  # a function, not a partial: Django logs a failure by __qualname__
+            self.apply_async(*args, **kwargs)
+
         # robust: a broker outage is logged by Django and does not undo the caller's commit.
-        transaction.on_commit(functools.partial(self.apply_async, *args, **kwargs), robust=True)
+        transaction.on_commit(send, robust=True)
