@@ -76,3 +76,40 @@ def test_it_retries_a_refused_push_on_a_real_worker(
         assert AuditEvent.objects.filter(action="review.push-retry").count() == 1
     finally:
         shutil.rmtree(repository.working_dir, ignore_errors=True)
+
+
+def test_it_fails_the_pending_decisions_visibly_after_the_last_retry_on_a_real_worker(
+    celery_worker, settings, team, make_user, remote
+):
+    from memoryadmin.models import AuditEvent
+    from reviews.gitenv import CONNECT_FAILED
+    from reviews.models import Repository
+    from reviews.tasks import repository_push_pending
+    from tests.reviews.test_tasks import closed_port_url
+
+    settings.REPOSITORY_ALLOW_LOCAL_REMOTES = True  # the in-process sync checks it too
+    reviewer = make_user("rita", team=team, role=Role.REVIEWER)
+    repository = repository_create(
+        actor=Actor.system(), team=team, name="app", remote_url=remote.url, allow_local=True
+    )
+    try:
+        repository_sync(repository_id=repository.pk)
+        Repository.objects.filter(pk=repository.pk).update(remote_url=closed_port_url())
+        decision = proposal_approve(
+            actor=Actor(user=reviewer), memory=proposal(repository, ATTEMPT)
+        )  # its first push fails and is retried later, with backoff
+        # The run that Celery would send after the last backoff: it fails, and gives up.
+        repository_push_pending.apply_async(
+            args=[repository.pk], retries=repository_push_pending.max_retries
+        )
+        wait_for(
+            lambda: Decision.objects.get(pk=decision.pk).state != PushState.PENDING, timeout=60
+        )
+        decision.refresh_from_db()
+        assert decision.state == PushState.FAILED
+        assert decision.state_detail == "git fetch failed: " + CONNECT_FAILED
+        assert AuditEvent.objects.filter(
+            action="review.push-failed", target_id=str(decision.pk)
+        ).exists()
+    finally:
+        shutil.rmtree(repository.working_dir, ignore_errors=True)
