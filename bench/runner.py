@@ -115,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         "DJANGO_SETTINGS_MODULE": "bench.settings",
         "DATABASE_URL": args.database_url,
         "MEMORYADMIN_DATA_DIR": str(workdir / "data"),
+        # The refresh bench reads a local folder: production allows only configured roots.
+        "MEMORYADMIN_SOURCE_LOCAL_ROOTS": str(workdir),
         "PYTHONPATH": str(ROOT),
     }
     env.pop("MEMORYADMIN_DEBUG", None)

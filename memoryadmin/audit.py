@@ -52,6 +52,25 @@ class Actor:
     def is_system(self) -> bool:
         return self.user is None and self.token is None
 
+    @property
+    def person(self) -> AbstractBaseUser | None:
+        """The person acting: the signed-in user, or the creator of a personal token. A team
+        token and the system are no person."""
+        if self.user is not None:
+            return self.user
+        if self.token is not None and self.token.is_personal:
+            return self.token.created_by
+        return None
+
+    @property
+    def approver_key(self) -> str | None:
+        """One person, whether acting in the browser or through a token they created (`user:<id>`);
+        None when no person acts (a team token, the system)."""
+        person = self.person
+        if person is None or person.pk is None:
+            return None
+        return f"user:{person.pk}"
+
 
 def audit_record(
     *,

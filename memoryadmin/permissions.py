@@ -13,6 +13,8 @@ from memoryadmin.models import ApiToken, Membership, Role, Scope, Team, TokenKin
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
+    from memoryadmin.audit import Actor
+
 
 class Action(StrEnum):
     VIEW = "view"  # read the team's sources, reviews, brain, audit
@@ -101,3 +103,35 @@ def teams_for(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Team]:
     if user.is_superuser:
         return Team.objects.all()
     return Team.objects.filter(memberships__user=user)
+
+
+# What a refusal says, per scope, to a token and to a user (shown in the API's 403).
+_REFUSALS: dict[str, tuple[str, str]] = {
+    Scope.REVIEWS_WRITE: (
+        "this token may not decide proposals of this team",
+        "your role on this team does not allow reviewing",
+    ),
+}
+
+
+def actor_require(actor: Actor, team: Team, scope: str | Action) -> None:
+    """May the actor of a service call do what `scope` allows on `team`? Raise PermissionDenied.
+
+    The rule `HasScope` applies to requests, for every caller of a service: a token needs the
+    scope on its own team (a personal token also its creator's current role, `token_scopes`), a
+    user the role the scope maps to (`SCOPE_ACTIONS`), and the system acts on every team. An
+    `Action` no scope grants (review routing and settings: `MANAGE`) is for signed-in people.
+    """
+    if isinstance(scope, Action):
+        if actor.user is None or not user_can(actor.user, team, scope):
+            raise PermissionDenied(f"only team members allowed to {scope} may do this")
+        return
+    token_refusal, user_refusal = _REFUSALS.get(
+        scope,
+        (f"this token lacks the '{scope}' scope on this team", "your role does not allow this"),
+    )
+    if actor.token is not None:
+        if actor.token.team_id != team.pk or not actor.token.has_scope(scope):
+            raise PermissionDenied(token_refusal)
+    elif actor.user is not None and not user_can(actor.user, team, SCOPE_ACTIONS[scope]):
+        raise PermissionDenied(user_refusal)

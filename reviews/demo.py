@@ -14,7 +14,7 @@ from formats import memoryrail
 from memoryadmin.audit import Actor
 from memoryadmin.models import Team
 from reviews.models import Repository
-from reviews.services import repository_create, repository_sync
+from reviews.services.repositories import repository_create, repository_sync
 
 NAME = "demo-app"
 AGENT = {

@@ -14,25 +14,35 @@ in the worker log; the stored error says only what is safe to tell the team.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import logging
 import os
 import re
-import shlex
 import shutil
-import signal
-import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 import git as gitpython
+from django.core.exceptions import ValidationError
 
 from memoryadmin.locks import named_lock
+from reviews.gitenv import (
+    NETWORK_COMMANDS,
+    Credential,
+    RemotePolicy,
+    Session,
+    classify,
+    clean_output,
+    credential_env,
+    network_config,
+    network_failure_text,
+    read_only_env,
+    run_with_deadline,
+    scrub,
+)
 from webhooks import netguard
 
 logger = logging.getLogger(__name__)
@@ -45,158 +55,45 @@ class LockNotHeld(RuntimeError):
 class GitError(Exception):
     """A failed git command; `message` is scrubbed of credentials and safe to store and show."""
 
-    def __init__(self, message: str, *, transient: bool = False, kind: str = "git") -> None:
+    def __init__(self, message: str, *, kind: str = "git") -> None:
         super().__init__(message)
         self.message = message
-        self.transient = transient
         self.kind = kind
+
+    @property
+    def transient(self) -> bool:
+        """Worth retrying (the tasks' `autoretry_for` names `TransientGitError` itself)."""
+        return isinstance(self, TransientGitError)
+
+
+class TransientGitError(GitError):
+    """A failure worth retrying: the network, a server error, a deadline that passed."""
 
 
 class PushRejected(GitError):
     """The remote moved since our fetch: fetch, re-apply and push again (never force)."""
 
 
-@dataclass(frozen=True)
-class RemotePolicy:
-    """Where the remote may be, checked again right before every fetch and push (the settings
-    may have changed, and the name may resolve elsewhere now), and how long git may take."""
-
-    allow_local: bool = False  # file:// and http:// to a loopback name
-    allow_private: bool = False  # private, loopback and link-local addresses over https/ssh
-    timeout: float = 120.0  # wall clock, per fetch or push
+def git_error(message: str, *, detail: str) -> GitError:
+    """The error for a failed command whose output was `detail` (`classify` decides)."""
+    return TransientGitError(message) if classify(detail) else GitError(message)
 
 
-@dataclass(frozen=True)
-class Credential:
-    kind: str = "none"  # none | https-token | ssh-key
-    username: str = ""
-    secret: str = ""
-    known_hosts: str = ""
+MAX_REJECTED_PUSHES = 5
 
 
-_TRANSIENT = re.compile(
-    r"(?i)could not resolve host|connection (?:refused|reset|timed out)|timed out|"
-    r"temporary failure|network is unreachable|the remote end hung up unexpectedly|"
-    r"returned error: 5\d\d|HTTP 5\d\d|early EOF|unable to connect|no route to host|"
-    r"failed to connect|couldn't connect|could not connect"  # curl: a server that is down
-)
-_URL_USERINFO = re.compile(r"(?i)([a-z][a-z0-9+.\-]*://)[^/@\s]+@")
-_NETWORK_COMMANDS = frozenset({"fetch", "push", "pull", "clone", "ls-remote", "remote-update"})
-# What a failed fetch or push may tell the team, first match wins. Anything else (refused,
-# timed out, reset, TLS, a banner that is not git's) becomes one generic text, so the stored
-# error is no oracle for what answered where; the full text goes to the worker log only.
-_SAFE_FAILURES = [
-    (
-        re.compile(r"(?i)authentication failed|returned error: 401|permission denied \(publickey"),
-        "authentication failed; check the credential",
-    ),
-    (
-        re.compile(r"(?i)returned error: 403"),
-        "access denied (HTTP 403); check the credential's permissions",
-    ),
-    (
-        re.compile(r"(?i)repository '[^']*' not found|returned error: 404"),
-        "the repository was not found at the remote",
-    ),
-    (re.compile(r"(?i)couldn't find remote ref"), "the branch does not exist at the remote"),
-    (
-        re.compile(r"(?i)host key verification failed"),
-        "the SSH host key does not match the known_hosts lines",
-    ),
-    (
-        re.compile(r"(?i)returned error: 30\d"),
-        "the remote answered with a redirect, which is not followed; enter the final URL",
-    ),
-    (re.compile(r"(?i)returned error: 5\d\d"), "the remote answered with a server error"),
-]
-_PUSH_REFUSED = re.compile(r"\[(?:remote )?rejected\]")
-CONNECT_FAILED = "could not connect to the remote, or it did not answer as a git server"
-
-
-def scrub(text: str, secrets: list[str]) -> str:
-    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return _URL_USERINFO.sub(r"\1***@", text)
-
-
-def classify(stderr: str) -> bool:
-    """True when a failure is worth retrying (network, server errors); the one place we decide."""
-    return _TRANSIENT.search(stderr) is not None
-
-
-def network_failure_text(detail: str) -> str:
-    """The part of a failed fetch's or push's output that is safe to store and show."""
-    if _PUSH_REFUSED.search(detail):  # the remote spoke git and refused: its reason helps
-        return detail
-    for pattern, text in _SAFE_FAILURES:
-        if pattern.search(detail):
-            return text
-    return CONNECT_FAILED
-
-
-@dataclass
-class _Session:
-    env: dict[str, str] = field(default_factory=dict)
-    secrets: list[str] = field(default_factory=list)
-
-
-@contextmanager
-def _credential_env(credential: Credential) -> Iterator[_Session]:
-    session = _Session(
-        env={
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_ASKPASS": "/bin/false",
-            "SSH_ASKPASS": "/bin/false",
-            "GIT_CONFIG_COUNT": "3",
-            "GIT_CONFIG_KEY_0": "credential.helper",
-            "GIT_CONFIG_VALUE_0": "",
-            "GIT_CONFIG_KEY_1": "protocol.ext.allow",
-            "GIT_CONFIG_VALUE_1": "never",
-            "GIT_CONFIG_KEY_2": "core.quotePath",
-            "GIT_CONFIG_VALUE_2": "false",
-        }
-    )
-    if credential.kind == "https-token" and credential.secret:
-        userpass = f"{credential.username or 'x-access-token'}:{credential.secret}"
-        encoded = base64.b64encode(userpass.encode("utf-8")).decode("ascii")
-        session.env.update(
-            GIT_CONFIG_COUNT="4",
-            GIT_CONFIG_KEY_3="http.extraHeader",
-            GIT_CONFIG_VALUE_3=f"Authorization: Basic {encoded}",
-        )
-        session.secrets += [credential.secret, encoded, userpass]
-        yield session
-        return
-    if credential.kind == "ssh-key" and credential.secret:
-        folder = tempfile.mkdtemp(prefix="memoryadmin-ssh-")
-        try:
-            key_path = Path(folder) / "key"
-            hosts_path = Path(folder) / "known_hosts"
-            for path, content in ((key_path, credential.secret), (hosts_path, "")):
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                with os.fdopen(fd, "w") as handle:
-                    handle.write(content if path == key_path else credential.known_hosts)
-                    if path == key_path and not content.endswith("\n"):
-                        handle.write("\n")
-            session.env["GIT_SSH_COMMAND"] = " ".join(
-                [
-                    "ssh",
-                    "-i",
-                    shlex.quote(str(key_path)),
-                    "-o IdentitiesOnly=yes",
-                    "-o BatchMode=yes",
-                    "-o StrictHostKeyChecking=yes",
-                    "-o",
-                    shlex.quote(f"UserKnownHostsFile={hosts_path}"),
-                    "-F /dev/null",
-                ]
-            )
-            session.secrets.append(credential.secret)
-            yield session
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-        return
-    yield session
+def validate_remote_url(url: str, *, allow_local: bool, allow_private: bool = False) -> None:
+    """HTTPS or SSH remotes without embedded credentials, on a public address; file:// and
+    loopback http only with local remotes allowed. One address guard for all outbound traffic
+    (`webhooks.netguard`): the name is resolved now and every address must be public unless
+    local remotes or private addresses are allowed; the worker checks again before each fetch
+    and push (`WorkingCopy`)."""
+    try:
+        remote = netguard.git_remote_parse(url, allow_local=allow_local)
+        if not (allow_local or allow_private):
+            netguard.git_remote_addresses(remote, allow_private=False)
+    except netguard.UrlRefused as exc:
+        raise ValidationError({"remote_url": ValidationError(exc.message, code=exc.code)}) from None
 
 
 class WorkingCopy:
@@ -218,13 +115,13 @@ class WorkingCopy:
         self.credential = credential
         self.lock_name = lock_name
         self.policy = policy or RemotePolicy()
-        self._session: _Session | None = None
+        self._session: Session | None = None
         self._unstaged: list[str] = []  # written or removed since the last commit
 
     @contextmanager
     def locked(self, *, wait: float = 0.0) -> Iterator[WorkingCopy]:
         """Hold the repository lock (across processes) for everything done inside."""
-        with named_lock(self.lock_name, wait=wait), _credential_env(self.credential) as session:
+        with named_lock(self.lock_name, wait=wait), credential_env(self.credential) as session:
             self._session = session
             try:
                 yield self
@@ -244,9 +141,9 @@ class WorkingCopy:
     ) -> str:
         if mutating and self._session is None:
             raise LockNotHeld(f"git {args[0]} needs the lock {self.lock_name}")
-        if args[0] in _NETWORK_COMMANDS:
+        if args[0] in NETWORK_COMMANDS:
             raise GitError(f"git {args[0]} must go through _run_network (the address guard)")
-        full_env = dict(self._session.env if self._session else _read_only_env())
+        full_env = dict(self._session.env if self._session else read_only_env())
         full_env.update(env or {})
         secrets = self._session.secrets if self._session else []
         try:
@@ -261,102 +158,50 @@ class WorkingCopy:
                 )
         except gitpython.GitCommandError as exc:
             detail = "\n".join(
-                _clean(part, label)
+                clean_output(part, label)
                 for part, label in ((exc.stderr, "stderr"), (exc.stdout, "stdout"))
             ).strip()
             message = scrub(f"git {args[0]} failed: {detail or exc.status}", secrets)
-            raise GitError(message, transient=classify(detail)) from None
+            raise git_error(message, detail=detail) from None
         except (OSError, gitpython.GitError) as exc:
             raise GitError(scrub(f"git {args[0]} failed: {exc}", secrets)) from None
-
-    def _network_config(self, command: str) -> tuple[list[str], dict[str, str]]:
-        """`-c` arguments and environment for one fetch or push, after the address guard."""
-        try:
-            remote = netguard.git_remote_parse(self.remote_url, allow_local=self.policy.allow_local)
-            addresses = netguard.git_remote_addresses(
-                remote, allow_private=self.policy.allow_private or self.policy.allow_local
-            )
-        except netguard.UrlRefused as exc:
-            raise GitError(f"git {command} refused: {exc.message}", kind="remote-refused") from None
-        config = {
-            "http.followRedirects": "false",
-            "protocol.allow": "never",
-            f"protocol.{remote.scheme}.allow": "always",
-            "transfer.bundleURI": "false",
-            "fetch.recurseSubmodules": "false",
-            "push.recurseSubmodules": "no",
-        }
-        env: dict[str, str] = {}
-        named = addresses and remote.host not in addresses and ":" not in remote.host
-        if named and remote.scheme in ("https", "http"):
-            pinned = ",".join(f"[{a}]" if ":" in a else a for a in addresses)
-            config["http.curloptResolve"] = f"{remote.host}:{remote.port}:{pinned}"
-        if remote.scheme == "ssh":
-            assert self._session is not None
-            command_line = self._session.env.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
-            if named:
-                # ssh takes one address: IPv4 first (an IPv4-only worker is common, and the
-                # resolver may list a dual-stack host's IPv6 address first).
-                address = sorted(addresses, key=lambda a: ":" in a)[0]
-                alias = remote.host if remote.port == 22 else f"[{remote.host}]:{remote.port}"
-                command_line += " " + " ".join(
-                    [
-                        "-o",
-                        shlex.quote(f"HostName={address}"),
-                        "-o",
-                        shlex.quote(f"HostKeyAlias={alias}"),
-                        "-o CheckHostIP=no",
-                    ]
-                )
-            env["GIT_SSH_COMMAND"] = command_line
-        arguments = [part for key, value in config.items() for part in ("-c", f"{key}={value}")]
-        return arguments, env
 
     def _run_network(self, *args: str) -> str:
         """fetch or push: guarded, pinned, no redirects, and killed at the deadline."""
         command = args[0]
         if self._session is None:
             raise LockNotHeld(f"git {command} needs the lock {self.lock_name}")
-        arguments, extra_env = self._network_config(command)
+        try:
+            arguments, extra_env = network_config(self.remote_url, self.policy, self._session)
+        except netguard.UrlRefused as exc:
+            raise GitError(f"git {command} refused: {exc.message}", kind="remote-refused") from None
         env = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **self._session.env, **extra_env}
         secrets = self._session.secrets
         timeout = self.policy.timeout
         try:
-            process = subprocess.Popen(
-                ["git", *arguments, *args],
-                cwd=self.path,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,  # its own process group: the deadline kills it all
+            done = run_with_deadline(
+                ["git", *arguments, *args], cwd=self.path, env=env, timeout=timeout
             )
         except OSError as exc:
             raise GitError(scrub(f"git {command} failed: {exc}", secrets)) from None
-        try:
-            stdout, stderr = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.communicate(timeout=10)
+        if done is None:
             logger.warning("git %s of %s killed after %g s", command, self.lock_name, timeout)
-            raise GitError(
+            raise TransientGitError(
                 f"git {command} failed: the remote did not finish within {timeout:g} s",
-                transient=True,
                 kind="timeout",
-            ) from None
-        if process.returncode != 0:
+            )
+        status, stdout, stderr = done
+        if status != 0:
             detail = "\n".join(
                 part.decode("utf-8", "replace").strip() for part in (stderr, stdout)
             ).strip()
-            detail = scrub(detail, secrets) or f"exit status {process.returncode}"
+            detail = scrub(detail, secrets) or f"exit status {status}"
             if self.remote_url.startswith("file:"):
                 text = detail  # a local remote: nothing to learn about the network
             else:
                 logger.warning("git %s of %s failed: %s", command, self.lock_name, detail)
                 text = network_failure_text(detail)
-            raise GitError(f"git {command} failed: {text}", transient=classify(detail))
+            raise git_error(f"git {command} failed: {text}", detail=detail)
         return stdout.decode("utf-8", "replace")
 
     # Mutating commands: each needs the lock.
@@ -469,6 +314,32 @@ class WorkingCopy:
                 raise PushRejected(exc.message, kind="rejected") from None
             raise
 
+    def commit_and_push(
+        self,
+        write: Callable[[WorkingCopy], bool],
+        *,
+        message: Callable[[], str],
+        author: tuple[str, str],
+        committer: tuple[str, str],
+        attempts: int = MAX_REJECTED_PUSHES,
+    ) -> str | None:
+        """The one push loop: sync, `write` the change, commit, push; when the remote moved
+        meanwhile, start over from its new head (never forced). `write` returns False when
+        there is nothing to commit (the loop ends with ""). Returns the pushed commit, or None
+        after `attempts` rejected pushes (the copy is reset to the remote)."""
+        for _ in range(attempts):
+            self.sync()
+            if not write(self):
+                return ""
+            sha = self.commit(message=message(), author=author, committer=committer)
+            try:
+                self.push()
+            except PushRejected:
+                continue  # someone pushed meanwhile: fetch and re-apply on the new head
+            return sha
+        self.reset_to_remote()
+        return None
+
     # Read-only commands.
 
     def rev_parse(self, rev: str) -> str:
@@ -527,17 +398,3 @@ class WorkingCopy:
         target = (self.path / path).resolve()
         target.relative_to(self.path.resolve())  # ValueError for a path escaping the copy
         return target
-
-
-def _clean(output: object, label: str) -> str:
-    text = output if isinstance(output, str) else ""
-    return text.strip().removeprefix(f"{label}: ").strip("'").strip()
-
-
-def _read_only_env() -> dict[str, str]:
-    return {
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_CONFIG_COUNT": "1",
-        "GIT_CONFIG_KEY_0": "core.quotePath",
-        "GIT_CONFIG_VALUE_0": "false",
-    }

@@ -70,6 +70,11 @@ class Repository(models.Model):
     def has_credential(self) -> bool:
         return bool(self.credential_encrypted)
 
+    @property
+    def lock_name(self) -> str:
+        """The lock that serialises git work on this repository (`reviews.git.WorkingCopy`)."""
+        return f"repo:{self.pk}"
+
 
 class MemoryStatus(models.TextChoices):
     ACTIVE = "active"

@@ -285,3 +285,13 @@ def memory_tags(memory: Memory) -> list[str]:
     if not isinstance(tags, list):
         tags = [tags]
     return [str(t) for t in tags if isinstance(t, str | int | float)][: MAX_TAGS - 1]
+
+
+def repositories_due(now: datetime) -> list[int]:
+    """Primary keys of the repositories whose sync interval has passed (or never synced)."""
+    rows = Repository.objects.values_list("pk", "last_sync_at", "sync_interval_minutes")
+    return [
+        pk
+        for pk, last_sync_at, minutes in rows.iterator()
+        if last_sync_at is None or last_sync_at <= now - timedelta(minutes=minutes)
+    ]

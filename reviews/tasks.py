@@ -1,62 +1,65 @@
-"""Thin Celery wrappers: sync repositories and push decisions; retry only transient failures."""
+"""Thin Celery wrappers: sync repositories and push decisions; retry only transient failures.
+
+Each body fetches by primary key and calls one service (imported in the body: the services
+queue these tasks, so this module imports nothing of the app at its top). Retries are Celery's
+own: lock busy, a transient git failure or a dropped database connection, with backoff and
+jitter; after the last one a push fails its pending decisions visibly (`_push_failed`).
+"""
 
 from __future__ import annotations
 
-import random
-from datetime import timedelta
+from typing import Any
 
 from celery import shared_task
-from django.utils import timezone
+from django.db import OperationalError
 
 from memoryadmin.locks import LockBusy
-from reviews import services
-from reviews.git import GitError
-from reviews.models import Decision, PushState, Repository
+from reviews.git import TransientGitError
 
-MAX_RETRIES = 6
-
-
-def _backoff(retries: int) -> float:
-    return min(300.0, 5.0 * 2**retries) * (0.5 + random.random())
-
-
-@shared_task(name="reviews.tasks.sync_repository", bind=True, max_retries=MAX_RETRIES)
-def sync_repository(self, repository_id: int) -> None:  # type: ignore[no-untyped-def]
-    if not Repository.objects.filter(pk=repository_id).exists():
-        return
-    try:
-        services.repository_sync(repository_id=repository_id)
-    except LockBusy as exc:
-        raise self.retry(exc=exc, countdown=_backoff(self.request.retries)) from exc
-    if Decision.objects.filter(repository_id=repository_id, state=PushState.PENDING).exists():
-        push_repository.delay(repository_id)
+RETRY = {
+    "autoretry_for": (LockBusy, TransientGitError, OperationalError),
+    "retry_backoff": 5,
+    "retry_backoff_max": 300,
+    "retry_jitter": True,
+    "max_retries": 6,
+}
 
 
-@shared_task(name="reviews.tasks.push_repository", bind=True, max_retries=MAX_RETRIES)
-def push_repository(self, repository_id: int) -> None:  # type: ignore[no-untyped-def]
+@shared_task(name="reviews.tasks.sync_repository", **RETRY)
+def repository_sync(repository_id: int) -> None:
+    """Sync, index, and queue the push of what is still pending."""
+    from reviews.models import Repository
+    from reviews.services import repositories
+
+    if Repository.objects.filter(pk=repository_id).exists():
+        repositories.repository_sync(repository_id=repository_id)
+
+
+def _push_failed(
+    self: Any, exc: Exception, task_id: str, args: Any, kwargs: Any, einfo: Any
+) -> None:
+    """After the last retry of a transient git failure: fail what is still pending, visibly."""
+    if isinstance(exc, TransientGitError):
+        from reviews.services.push import decisions_fail_pending
+
+        decisions_fail_pending(repository_id=args[0], detail=exc.message)
+
+
+@shared_task(name="reviews.tasks.push_repository", on_failure=_push_failed, **RETRY)
+def repository_push_pending(repository_id: int) -> None:
     """Idempotent: with nothing pending it does nothing."""
-    if not Decision.objects.filter(repository_id=repository_id, state=PushState.PENDING).exists():
-        return
-    try:
-        services.repository_push_pending(repository_id=repository_id)
-    except LockBusy as exc:
-        raise self.retry(exc=exc, countdown=_backoff(self.request.retries)) from exc
-    except GitError as exc:
-        if not exc.transient:
-            raise
-        if self.request.retries >= self.max_retries:
-            services.decisions_fail_pending(repository_id=repository_id, detail=exc.message)
-            return
-        raise self.retry(exc=exc, countdown=_backoff(self.request.retries)) from exc
+    from reviews.services import push
+
+    push.repository_push_pending(repository_id=repository_id)
 
 
 @shared_task(name="reviews.tasks.sync_due_repositories")
 def sync_due_repositories() -> int:
-    now = timezone.now()
-    count = 0
-    rows = Repository.objects.values_list("pk", "last_sync_at", "sync_interval_minutes")
-    for repository_id, last_sync_at, minutes in rows.iterator():
-        if last_sync_at is None or last_sync_at <= now - timedelta(minutes=minutes):
-            sync_repository.delay(repository_id)
-            count += 1
-    return count
+    from django.utils import timezone
+
+    from reviews.selectors import repositories_due
+
+    due = repositories_due(timezone.now())
+    for repository_id in due:
+        repository_sync.delay(repository_id)
+    return len(due)

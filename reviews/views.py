@@ -18,7 +18,7 @@ from memoryadmin.audit import Actor
 from memoryadmin.models import Team
 from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import form_add_errors, team_view
-from reviews import selectors, services
+from reviews import selectors
 from reviews.forms import (
     BatchForm,
     DecisionForm,
@@ -29,7 +29,17 @@ from reviews.forms import (
 )
 from reviews.models import Decision, Memory, Repository, SyncState
 from reviews.rendering import render_markdown
-from reviews.services.content import masked_title, memory_text, problems_masked, stale_masked
+from reviews.services.content import (
+    masked_title,
+    memory_text,
+    problems_masked,
+    proposal_secret_reveal,
+    stale_masked,
+)
+from reviews.services.decisions import proposals_review
+from reviews.services.push import decision_push_retry
+from reviews.services.rejections import rejection_reproposal_allow
+from reviews.services.repositories import repository_create, repository_sync_request
 from reviews.services.routing import (
     repository_routing_update,
     review_settings,
@@ -140,7 +150,7 @@ def proposal_reveal(request: HttpRequest, memory_pk: int) -> HttpResponse:
     form = RevealForm(request.POST)
     form.is_valid()
     try:
-        services.proposal_secret_reveal(
+        proposal_secret_reveal(
             actor=Actor.from_request(request),
             memory=memory,
             reason=form.cleaned_data.get("reason", ""),
@@ -180,7 +190,7 @@ def decision_retry(request: HttpRequest, decision_pk: int) -> HttpResponse:
     team = request.team  # type: ignore[attr-defined]
     decision = get_object_or_404(Decision, pk=decision_pk, team=team)
     try:
-        services.decision_push_retry(actor=Actor.from_request(request), decision=decision)
+        decision_push_retry(actor=Actor.from_request(request), decision=decision)
     except ValidationError as exc:
         _errors(request, exc)
     else:
@@ -207,7 +217,7 @@ def decision_reproposal_allow(request: HttpRequest, decision_pk: int) -> HttpRes
     decision = get_object_or_404(Decision, pk=decision_pk, team=team)
     ref = request.POST.get("ref", "").strip()
     try:
-        items = services.rejection_reproposal_allow(
+        items = rejection_reproposal_allow(
             actor=Actor.from_request(request), decision=decision, refs=[ref] if ref else None
         )
     except ValidationError as exc:
@@ -226,7 +236,7 @@ def proposal_decide(request: HttpRequest, memory_pk: int, kind: str) -> HttpResp
     form = DecisionForm(request.POST)
     form.is_valid()
     try:
-        outcome = services.proposals_review(
+        outcome = proposals_review(
             actor=Actor.from_request(request),
             team=team,
             memory_ids=[memory.pk],
@@ -259,7 +269,7 @@ def review_batch(request: HttpRequest) -> HttpResponse:
         messages.error(request, "Choose approve or reject.")
         return redirect("review-queue", team_slug=team.slug)
     try:
-        outcome = services.proposals_review(
+        outcome = proposals_review(
             actor=Actor.from_request(request),
             team=team,
             memory_ids=ids,
@@ -320,7 +330,7 @@ def repository_add(request: HttpRequest) -> HttpResponse:
     form = RepositoryForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            repository = services.repository_create(
+            repository = repository_create(
                 actor=Actor.from_request(request), team=team, **form.cleaned_data
             )
         except ValidationError as exc:
@@ -423,6 +433,6 @@ def review_settings_edit(request: HttpRequest) -> HttpResponse:
 def repository_sync(request: HttpRequest, repository_pk: int) -> HttpResponse:
     team = request.team  # type: ignore[attr-defined]
     repository = get_object_or_404(Repository, pk=repository_pk, team=team)
-    services.repository_sync_request(actor=Actor.from_request(request), repository=repository)
+    repository_sync_request(actor=Actor.from_request(request), repository=repository)
     messages.success(request, f"Sync of {repository.name} requested.")
     return redirect("repository-detail", team_slug=team.slug, repository_pk=repository.pk)

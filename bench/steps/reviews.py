@@ -29,7 +29,7 @@ def review_setup(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
 
 def review_index(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
     from reviews.models import Memory
-    from reviews.services import repository_sync
+    from reviews.services.repositories import repository_sync
 
     with probe():
         repository = repository_sync(repository_id=args["repository_id"])
@@ -65,7 +65,7 @@ def review_approve(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
     """Approve every proposal in one batch; the push task runs eagerly when the batch commits."""
     from memoryadmin.audit import Actor
     from reviews.models import Decision, Memory
-    from reviews.services import proposals_decide
+    from reviews.services.decisions import proposals_review
 
     repository_id = args["repository_id"]
     team_slug = args["team"]
@@ -77,9 +77,9 @@ def review_approve(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
     )
     start = time.time()
     with probe():
-        decisions = proposals_decide(
+        decisions = proposals_review(
             actor=Actor(user=user), team=_team(team_slug), memory_ids=ids, kind="approve"
-        )
+        ).decisions
     decision = Decision.objects.get(pk=decisions[0].pk)
     if decision.state != "pushed":
         raise RuntimeError(f"decision {decision.state}: {decision.state_detail}")

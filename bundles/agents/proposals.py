@@ -44,7 +44,7 @@ def _slug(text: str) -> str:
 
 def _commit_identity(actor: Actor) -> tuple[str, str]:
     # Moves to reviews/identity.py in the house refactor (issue #14): a one-line change.
-    from reviews.services.decisions import commit_identity
+    from reviews.identity import commit_identity
 
     return commit_identity(actor)
 

@@ -55,7 +55,7 @@ class ImportProposalDrafts:
 
     def __init__(self, *, team: Team, actor: Actor, repository_id: int) -> None:
         from reviews.models import Repository
-        from reviews.services.proposals import DraftResult
+        from reviews.services.agent_proposals import DraftResult
 
         self.repository_id = repository_id
         self.repository = Repository.objects.filter(pk=repository_id, team=team).first()
@@ -86,7 +86,7 @@ class ImportProposalDrafts:
 
     def flush(self) -> None:
         """Draft the pending chunks; drafts past the limit count as left out."""
-        from reviews.services.proposals import proposal_drafts
+        from reviews.services.agent_proposals import proposal_drafts
 
         if not self.pending or not self.usable:
             self.pending = []
@@ -118,7 +118,7 @@ def import_proposals_create(
 
     Returns the report section and its warnings. Chunks with a secret finding are not written.
     """
-    from reviews.services.proposals import agent_identity
+    from reviews.identity import agent_identity
 
     drafts.flush()
     repository, result, overflow = drafts.repository, drafts.result, drafts.overflow
@@ -216,7 +216,7 @@ class ImportProposals:
         ctx = self.ctx
         if ctx.options.propose_to is None or not record.is_dna:
             return
-        from reviews.services.proposals import ChunkToPropose
+        from reviews.services.agent_proposals import ChunkToPropose
 
         if self.drafts is None:
             self.drafts = ImportProposalDrafts(

@@ -12,7 +12,7 @@ from memoryadmin.audit import Actor, audit_record
 def import_proposal_push(*, proposal_id: int, wait: float = 120.0) -> ImportProposal | None:
     """Commit and push a pending proposal (idempotent). Transient git errors propagate."""
     from reviews.git import GitError
-    from reviews.services.proposals import proposals_push
+    from reviews.services.agent_proposals import proposals_push
 
     proposal = ImportProposal.objects.filter(pk=proposal_id).select_related("team").first()
     if proposal is None or proposal.state != ProposalState.PENDING:

@@ -16,6 +16,8 @@ from formats.memoryrail.secrets import (
 )
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.errors import Conflict, DomainError
+from memoryadmin.models import Scope
+from memoryadmin.permissions import actor_require
 from reviews.models import Memory
 
 
@@ -82,10 +84,8 @@ def proposal_secret_reveal(*, actor: Actor, memory: Memory, reason: str) -> Memo
     """Let a reviewer see a memory's masked text once: the caller shows the returned memory's
     own text in this one response. Audited (`review.secret-reveal`) with the reason and each
     finding's rule and line, never the value."""
-    from reviews.services.decisions import _check_actor
-
     memory = Memory.objects.select_related("repository", "team").get(pk=memory.pk)
-    _check_actor(actor, memory.team)
+    actor_require(actor, memory.team, Scope.REVIEWS_WRITE)
     reason = reason.strip()
     if not reason:
         raise RevealRefused({"reason": "Say why you need to see the masked text (it is audited)."})

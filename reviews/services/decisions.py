@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from email.utils import parseaddr
-from typing import TYPE_CHECKING
 
-from django.conf import settings
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from formats import memoryrail
@@ -16,8 +13,9 @@ from formats.crosswalk import memory_hashes
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import bulk_insert
 from memoryadmin.errors import Conflict, DomainError, Forbidden
-from memoryadmin.models import Team
-from memoryadmin.permissions import Action, user_can
+from memoryadmin.models import Scope, Team
+from memoryadmin.permissions import actor_require
+from reviews.identity import commit_identity, reviewer_username
 from reviews.models import (
     TWO_APPROVAL_TYPES,
     Approval,
@@ -30,11 +28,9 @@ from reviews.models import (
     ReviewSettings,
 )
 from reviews.services.content import masked_title
+from reviews.tasks import repository_push_pending as repository_push_pending_task
 from webhooks import events as webhook_events
 from webhooks.emit import event_emit
-
-if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser
 
 
 class SecretOverrideRequired(DomainError):
@@ -75,33 +71,6 @@ class ReviewOutcome:
     first_approvals: list[Approval] = field(default_factory=list)
 
 
-def person_of(actor: Actor) -> AbstractBaseUser | None:
-    """The person acting: the signed-in user, or the creator of a personal token. A team token
-    and the system are no person."""
-    if actor.user is not None:
-        return actor.user
-    if actor.token is not None and actor.token.is_personal:
-        return actor.token.created_by
-    return None
-
-
-def approver_key(actor: Actor) -> str:
-    """One person, whether acting in the browser or through a token they created.
-
-    Only people approve where two approvals are needed: a team token is refused there."""
-    person = person_of(actor)
-    if person is None or person.pk is None:
-        raise HumanApprovalRequired(
-            {
-                "proposals": (
-                    "This proposal needs the approvals of two people; a team token (or the"
-                    " system) is not a person. Approve in the browser or with a personal token."
-                )
-            }
-        )
-    return f"user:{person.pk}"
-
-
 def valid_first_approvals(memories: list[Memory]) -> dict[int, Approval]:
     """The first approval of each memory that still counts: given on the blob now indexed, by
     a person (approvals recorded from team tokens before they were refused never count)."""
@@ -123,7 +92,16 @@ def _first_approvals(
     if settings_row is None or not settings_row.require_two_approvals or not needing:
         return memories, [], {}
     earlier = valid_first_approvals(needing)
-    me = approver_key(actor)
+    me = actor.approver_key
+    if me is None:  # only people approve where two approvals are needed
+        raise HumanApprovalRequired(
+            {
+                "proposals": (
+                    "This proposal needs the approvals of two people; a team token (or the"
+                    " system) is not a person. Approve in the browser or with a personal token."
+                )
+            }
+        )
     twice = [m.ref for m in needing if m.pk in earlier and earlier[m.pk].approver_key == me]
     if twice:
         raise AlreadyApproved(
@@ -172,51 +150,6 @@ def _first_approvals(
     return ready, recorded, earlier
 
 
-def bot_identity() -> tuple[str, str]:
-    name, email = parseaddr(settings.REVIEW_BOT_IDENTITY)
-    return name or "memoryadmin", email or "bot@localhost"
-
-
-def commit_identity(actor: Actor) -> tuple[str, str]:
-    """The commit author: the person acting (a personal token's creator), else the bot
-    identity (team tokens and the system)."""
-    user = person_of(actor)
-    if user is None:
-        return bot_identity()
-    username = user.get_username()
-    name = user.get_full_name().strip() if hasattr(user, "get_full_name") else ""
-    email = getattr(user, "email", "") or f"{username}@users.memoryadmin.invalid"
-    return name or username, email
-
-
-def _check_actor(actor: Actor, team: Team) -> None:
-    if actor.token is not None:
-        if actor.token.team_id != team.pk or not actor.token.has_scope("reviews:write"):
-            raise PermissionDenied("this token may not decide proposals of this team")
-    elif actor.user is not None and not user_can(actor.user, team, Action.REVIEW):
-        raise PermissionDenied("your role on this team does not allow reviewing")
-
-
-def proposals_decide(
-    *,
-    actor: Actor,
-    team: Team,
-    memory_ids: list[int],
-    kind: str,
-    comment: str = "",
-    override_reason: str = "",
-) -> list[Decision]:
-    """Decide one or many proposals: one Decision (one commit) per repository involved."""
-    return proposals_review(
-        actor=actor,
-        team=team,
-        memory_ids=memory_ids,
-        kind=kind,
-        comment=comment,
-        override_reason=override_reason,
-    ).decisions
-
-
 @transaction.atomic
 def proposals_review(
     *,
@@ -227,12 +160,52 @@ def proposals_review(
     comment: str = "",
     override_reason: str = "",
 ) -> ReviewOutcome:
-    """Decide proposals; where the team needs two approvals, a first approval only records it.
+    """Decide one or many proposals: one Decision (one commit) per repository involved; where
+    the team needs two approvals, a first approval only records it.
 
     A second approval by a different person commits as usual, naming both reviewers.
     """
-    _check_actor(actor, team)
+    actor_require(actor, team, Scope.REVIEWS_WRITE)
     comment, override_reason = comment.strip(), override_reason.strip()
+    memories = _check_open(
+        team=team,
+        memory_ids=memory_ids,
+        kind=kind,
+        comment=comment,
+        override_reason=override_reason,
+    )
+    outcome = ReviewOutcome()
+    earlier: dict[int, Approval] = {}
+    if kind == DecisionKind.APPROVE:
+        memories, outcome.first_approvals, earlier = _first_approvals(
+            actor=actor,
+            team=team,
+            memories=memories,
+            comment=comment,
+            override_reason=override_reason,
+        )
+    by_repository: dict[int, list[Memory]] = defaultdict(list)
+    for memory in memories:
+        by_repository[memory.repository_id].append(memory)
+    for group in by_repository.values():
+        decision = _decision_create(
+            actor=actor,
+            team=team,
+            group=group,
+            kind=kind,
+            comment=comment,
+            override_reason=override_reason,
+            earlier=earlier,
+        )
+        repository_push_pending_task.delay_on_commit(decision.repository_id)
+        outcome.decisions.append(decision)
+    return outcome
+
+
+def _check_open(
+    *, team: Team, memory_ids: list[int], kind: str, comment: str, override_reason: str
+) -> list[Memory]:
+    """The guards: the proposals, locked, each still waiting and allowed to be decided so."""
     if kind not in DecisionKind.values:
         raise ValidationError({"kind": "Choose approve or reject."})
     if kind == DecisionKind.REJECT and not comment:
@@ -269,92 +242,87 @@ def proposals_review(
                 )
             }
         )
-    outcome = ReviewOutcome()
-    earlier: dict[int, Approval] = {}
-    if kind == DecisionKind.APPROVE:
-        memories, outcome.first_approvals, earlier = _first_approvals(
-            actor=actor,
-            team=team,
-            memories=memories,
-            comment=comment,
-            override_reason=override_reason,
-        )
+    return memories
+
+
+def _decision_create(
+    *,
+    actor: Actor,
+    team: Team,
+    group: list[Memory],
+    kind: str,
+    comment: str,
+    override_reason: str,
+    earlier: dict[int, Approval],
+) -> Decision:
+    """The decision of one repository: its rows, its audit events and its webhook event."""
+    repository = group[0].repository
     author_name, author_email = commit_identity(actor)
-    by_repository: dict[int, list[Memory]] = defaultdict(list)
-    for memory in memories:
-        by_repository[memory.repository_id].append(memory)
-    for group in by_repository.values():
-        repository = group[0].repository
-        decision = Decision.objects.create(
-            team=team,
-            repository=repository,
-            kind=kind,
-            comment=comment,
-            secret_override_reason=override_reason if kind == DecisionKind.APPROVE else "",
-            reviewer=actor.user,
-            token=actor.token,
-            actor_label=actor.label,
-            author_name=author_name,
-            author_email=author_email,
-        )
-        bulk_insert(
-            DecisionItem,
-            (
-                DecisionItem(
-                    decision=decision,
-                    memory=m,
-                    memory_key=m.memory_id,
-                    ref=m.ref,
-                    title=masked_title(m.title)[:1000],  # what history and commits show
-                    path=m.path,
-                    blob_sha=m.blob_sha,
-                    supersedes=m.supersedes,
-                    proposed_at=m.added_at,
-                    first_approval=earlier.get(m.pk),
-                    **_decided_text(m),
+    decision = Decision.objects.create(
+        team=team,
+        repository=repository,
+        kind=kind,
+        comment=comment,
+        secret_override_reason=override_reason if kind == DecisionKind.APPROVE else "",
+        reviewer=actor.user,
+        token=actor.token,
+        actor_label=actor.label,
+        author_name=author_name,
+        author_email=author_email,
+    )
+    bulk_insert(
+        DecisionItem,
+        (
+            DecisionItem(
+                decision=decision,
+                memory=m,
+                memory_key=m.memory_id,
+                ref=m.ref,
+                title=masked_title(m.title)[:1000],  # what history and commits show
+                path=m.path,
+                blob_sha=m.blob_sha,
+                supersedes=m.supersedes,
+                proposed_at=m.added_at,
+                first_approval=earlier.get(m.pk),
+                **_decided_text(m),
+            )
+            for m in group
+        ),
+    )
+    refs = [m.ref for m in group]
+    verb = "Approved" if kind == DecisionKind.APPROVE else "Rejected"
+    title = masked_title(group[0].title)
+    what = f"{refs[0]} {title}" if len(group) == 1 else f"{len(group)} proposals"
+    audit_record(
+        actor=actor,
+        action=f"review.{kind}",
+        team=team,
+        target=decision,
+        summary=f"{verb} {what} in {repository.name}",
+        data={
+            "repository": repository.name,
+            "refs": refs,
+            "comment": comment,
+            "first_approvals": {m.ref: earlier[m.pk].actor_label for m in group if m.pk in earlier},
+        },
+    )
+    if kind == DecisionKind.APPROVE:
+        for memory in group:
+            if memory.has_secret:
+                audit_record(
+                    actor=actor,
+                    action="review.secret-override",
+                    team=team,
+                    target=decision,
+                    summary=f"Approved {memory.ref} despite a secret finding",
+                    data={
+                        "ref": memory.ref,
+                        "rules": sorted({f["rule"] for f in memory.secret_findings}),
+                        "reason": override_reason,
+                    },
                 )
-                for m in group
-            ),
-        )
-        refs = [m.ref for m in group]
-        verb = "Approved" if kind == DecisionKind.APPROVE else "Rejected"
-        title = masked_title(group[0].title)
-        what = f"{refs[0]} {title}" if len(group) == 1 else f"{len(group)} proposals"
-        audit_record(
-            actor=actor,
-            action=f"review.{kind}",
-            team=team,
-            target=decision,
-            summary=f"{verb} {what} in {repository.name}",
-            data={
-                "repository": repository.name,
-                "refs": refs,
-                "comment": comment,
-                "first_approvals": {
-                    m.ref: earlier[m.pk].actor_label for m in group if m.pk in earlier
-                },
-            },
-        )
-        if kind == DecisionKind.APPROVE:
-            for memory in group:
-                if memory.has_secret:
-                    audit_record(
-                        actor=actor,
-                        action="review.secret-override",
-                        team=team,
-                        target=decision,
-                        summary=f"Approved {memory.ref} despite a secret finding",
-                        data={
-                            "ref": memory.ref,
-                            "rules": sorted({f["rule"] for f in memory.secret_findings}),
-                            "reason": override_reason,
-                        },
-                    )
-        _decision_event(decision, group, actor=actor, earlier=earlier)
-        repository_id = repository.pk
-        transaction.on_commit(lambda rid=repository_id: _queue_push(rid), robust=True)
-        outcome.decisions.append(decision)
-    return outcome
+    _decision_event(decision, group, actor=actor, earlier=earlier)
+    return decision
 
 
 def _refuse_links_outside_repo(memories: list[Memory]) -> None:
@@ -386,11 +354,6 @@ def _decided_text(memory: Memory) -> dict[str, str]:
     return {"content_hash": text_hash, "proposed_hash": recorded}
 
 
-def _reviewer_username(actor: Actor) -> str | None:
-    user = person_of(actor)
-    return user.get_username() if user is not None else None
-
-
 def _decision_event(
     decision: Decision, group: list[Memory], *, actor: Actor, earlier: dict[int, Approval]
 ) -> None:
@@ -403,7 +366,7 @@ def _decision_event(
             "decision": decision.pk,
             "kind": decision.kind,
             "repository": {"id": repository.pk, "name": repository.name},
-            "reviewer": _reviewer_username(actor),
+            "reviewer": reviewer_username(actor),
             "actor": decision.actor_label,
             "comment": decision.comment,
             "secret_override": bool(decision.secret_override_reason),
@@ -424,30 +387,24 @@ def _decision_event(
     )
 
 
-def _queue_push(repository_id: int) -> None:
-    from reviews.tasks import push_repository
-
-    push_repository.delay(repository_id)
-
-
 def proposal_approve(
     *, actor: Actor, memory: Memory, comment: str = "", override_reason: str = ""
 ) -> Decision:
-    return proposals_decide(
+    return proposals_review(
         actor=actor,
         team=memory.team,
         memory_ids=[memory.pk],
         kind=DecisionKind.APPROVE,
         comment=comment,
         override_reason=override_reason,
-    )[0]
+    ).decisions[0]
 
 
 def proposal_reject(*, actor: Actor, memory: Memory, comment: str) -> Decision:
-    return proposals_decide(
+    return proposals_review(
         actor=actor,
         team=memory.team,
         memory_ids=[memory.pk],
         kind=DecisionKind.REJECT,
         comment=comment,
-    )[0]
+    ).decisions[0]

@@ -9,7 +9,10 @@ from formats import memoryrail
 from formats.memoryrail.secrets import secrets_masked
 from memoryadmin import errors
 from memoryadmin.audit import Actor, audit_record
-from reviews.git import GitError, PushRejected, WorkingCopy
+from memoryadmin.models import Scope
+from memoryadmin.permissions import actor_require
+from reviews.git import MAX_REJECTED_PUSHES, GitError, TransientGitError, WorkingCopy
+from reviews.identity import bot_identity
 from reviews.models import (
     Decision,
     DecisionItem,
@@ -19,12 +22,13 @@ from reviews.models import (
     PushState,
     Repository,
 )
-from reviews.services.decisions import ProposalNotOpen, _check_actor, _queue_push, bot_identity
-from reviews.services.repositories import index_store, read_snapshot, working_copy
+from reviews.services.decisions import ProposalNotOpen
+from reviews.services.index import index_read, index_store
+from reviews.services.repositories import working_copy
+from reviews.tasks import repository_push_pending as repository_push_pending_task
 from webhooks import events as webhook_events
 from webhooks.emit import event_emit
 
-MAX_REJECTED_PUSHES = 5
 TRAILER = "Memoryadmin-Decision"
 
 
@@ -123,43 +127,46 @@ def _already_pushed(copy: WorkingCopy, decision: Decision) -> str | None:
 
 def push_one(copy: WorkingCopy, decision: Decision) -> None:
     """Fetch, apply, commit, push; on a moved remote start over from its new head."""
-    committer = bot_identity()
-    for _ in range(MAX_REJECTED_PUSHES):
-        copy.sync()
+    found: list[str] = []
+
+    def write(copy: WorkingCopy) -> bool:
         done = _already_pushed(copy, decision)
         if done:
-            decision_finish(decision=decision, state=PushState.PUSHED, commit_sha=done)
-            return
-        try:
-            apply_decision(copy, decision, now=memoryrail.format_timestamp(timezone.now()))
-        except Conflict as exc:
-            copy.reset_to_remote()
-            decision_finish(decision=decision, state=PushState.CONFLICT, detail=str(exc))
-            return
-        sha = copy.commit(
-            message=commit_message(decision),
+            found.append(done)
+            return False
+        apply_decision(copy, decision, now=memoryrail.format_timestamp(timezone.now()))
+        return True
+
+    try:
+        sha = copy.commit_and_push(
+            write,
+            message=lambda: commit_message(decision),
             author=(decision.author_name, decision.author_email),
-            committer=committer,
+            committer=bot_identity(),
         )
-        try:
-            copy.push()
-        except PushRejected:
-            continue  # someone pushed meanwhile: fetch and re-apply on the new head
-        decision_finish(decision=decision, state=PushState.PUSHED, commit_sha=sha)
+    except Conflict as exc:
+        copy.reset_to_remote()
+        decision_finish(decision=decision, state=PushState.CONFLICT, detail=str(exc))
         return
-    copy.reset_to_remote()
-    decision_finish(
-        decision=decision,
-        state=PushState.FAILED,
-        detail=f"the remote kept moving; gave up after {MAX_REJECTED_PUSHES} attempts",
-    )
+    if sha is None:
+        decision_finish(
+            decision=decision,
+            state=PushState.FAILED,
+            detail=f"the remote kept moving; gave up after {MAX_REJECTED_PUSHES} attempts",
+        )
+        return
+    # Nothing written: the decision's commit was already on the remote (found by its trailer).
+    decision_finish(decision=decision, state=PushState.PUSHED, commit_sha=sha or found[-1])
 
 
 def repository_push_pending(*, repository_id: int, wait: float = 120.0) -> int:
     """Push every pending decision of the repository in creation order; return how many ran.
 
     Transient git errors propagate (the task retries); permanent ones fail the decision.
+    Idempotent: with nothing pending it does nothing (and takes no lock).
     """
+    if not Decision.objects.filter(repository_id=repository_id, state=PushState.PENDING).exists():
+        return 0
     repository = Repository.objects.get(pk=repository_id)
     if not repository.push_enabled:
         return 0
@@ -172,16 +179,16 @@ def repository_push_pending(*, repository_id: int, wait: float = 120.0) -> int:
             Decision.objects.filter(pk=decision.pk).update(attempts=decision.attempts + 1)
             try:
                 push_one(copy, decision)
+            except TransientGitError as exc:
+                decision_note(decision=decision, detail=f"retrying: {exc.message}")
+                raise
             except GitError as exc:
-                if exc.transient:
-                    decision_note(decision=decision, detail=f"retrying: {exc.message}")
-                    raise
                 decision_finish(decision=decision, state=PushState.FAILED, detail=exc.message)
             done += 1
         snapshot = None
         if done:
             try:
-                snapshot = read_snapshot(copy, copy.reset_to_remote(), repository=repository)
+                snapshot = index_read(copy, copy.reset_to_remote(), repository=repository)
             except GitError:  # never fetched (the remote failed at once): the next sync indexes
                 snapshot = None
     if snapshot is not None:
@@ -267,7 +274,7 @@ def decision_push_retry(*, actor: Actor, decision: Decision) -> Decision:
         .select_related("team", "repository")
         .get(pk=decision.pk)
     )
-    _check_actor(actor, decision.team)
+    actor_require(actor, decision.team, Scope.REVIEWS_WRITE)
     if decision.state != PushState.FAILED:
         raise DecisionNotRetryable(_not_retryable_reason(decision), code="decision-not-retryable")
     repository = decision.repository
@@ -302,7 +309,7 @@ def decision_push_retry(*, actor: Actor, decision: Decision) -> Decision:
         },
     )
     repository_id = repository.pk
-    transaction.on_commit(lambda: _queue_push(repository_id), robust=True)
+    repository_push_pending_task.delay_on_commit(repository_id)
     return decision
 
 

@@ -1,7 +1,7 @@
 """A pushed rejection keeps imports from proposing the same text again, until a reviewer lifts it.
 
 The rejected text is known by hash (`DecisionItem.content_hash`, `proposed_hash`); the check is
-`reviews.services.proposals.proposal_drafts`. Lifting is per proposal, deliberate and audited:
+`reviews.services.agent_proposals.proposal_drafts`. Lifting is per proposal, deliberate and audited:
 a rejection does not expire by itself (see docs/brain.md, "Rejected stays rejected").
 """
 
@@ -12,8 +12,9 @@ from django.utils import timezone
 
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.errors import Conflict, DomainError
+from memoryadmin.models import Scope
+from memoryadmin.permissions import actor_require
 from reviews.models import Decision, DecisionItem, DecisionKind, PushState
-from reviews.services.decisions import _check_actor
 
 
 class RejectionNotLiftable(Conflict):
@@ -40,7 +41,7 @@ def rejection_reproposal_allow(
         .select_related("team", "repository")
         .get(pk=decision.pk)
     )
-    _check_actor(actor, decision.team)
+    actor_require(actor, decision.team, Scope.REVIEWS_WRITE)
     if decision.kind != DecisionKind.REJECT:
         raise RejectionNotLiftable(
             f"Decision #{decision.pk} is an approval; only a rejection keeps a text from being"

@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
 from formats.memoryrail import reviewer_rules as routing
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Membership, Role, Team
-from memoryadmin.permissions import Action, user_can
+from memoryadmin.permissions import Action, actor_require
 from reviews.models import Memory, MemoryStatus, Repository, ReviewSettings
 
 REVIEWING_ROLES = (Role.ADMIN, Role.REVIEWER)
-
-
-def _require_manage(actor: Actor, team: Team) -> None:
-    if actor.user is None or not user_can(actor.user, team, Action.MANAGE):
-        raise PermissionDenied("only team admins change review routing and settings")
 
 
 def team_reviewers(team: Team) -> dict[str, int]:
@@ -58,7 +53,7 @@ def validate_rules(team: Team, text: str) -> list[routing.Rule]:
 @transaction.atomic
 def repository_routing_update(*, actor: Actor, repository: Repository, text: str) -> Repository:
     """Replace the repository's routing rules and reassign its open proposals."""
-    _require_manage(actor, repository.team)
+    actor_require(actor, repository.team, Action.MANAGE)
     rules = validate_rules(repository.team, text)
     repository = Repository.objects.select_for_update().get(pk=repository.pk)
     before = repository.routing_rules
@@ -114,7 +109,7 @@ def review_settings(team: Team) -> ReviewSettings:
 def review_settings_update(
     *, actor: Actor, team: Team, require_two_approvals: bool
 ) -> ReviewSettings:
-    _require_manage(actor, team)
+    actor_require(actor, team, Action.MANAGE)
     current, _ = ReviewSettings.objects.select_for_update().get_or_create(team=team)
     if current.require_two_approvals == require_two_approvals:
         return current

@@ -13,7 +13,7 @@ import pytest
 from bundles.models import Chunk
 from formats import memoryai as protocol
 from memoryadmin.audit import Actor
-from reviews import services as review_services
+from reviews.services.repositories import repository_sync
 from sources.models import Source
 from sources.services.lifecycle import source_add, source_approve
 from sources.services.refresh import source_refresh
@@ -90,7 +90,7 @@ def add_memories(git_remote, repo, memories: dict[str, dict[str, Any]]) -> None:
         fields = dict(fields)
         files[f"{M}/{memory_id}.md"] = memory_text(memory_id, **fields)
     git_remote.commit(files, "More memories")
-    review_services.repository_sync(repository_id=repo.pk)
+    repository_sync(repository_id=repo.pk)
     repo.refresh_from_db()
 
 

@@ -55,15 +55,15 @@ def test_it_reports_an_ambiguous_ref_with_its_candidates(world, team, token_clie
     from django.db import transaction
 
     from memoryadmin.audit import Actor
-    from reviews import services
+    from reviews.services.repositories import repository_create, repository_sync
     from tests.reviews.conftest import make_remote
 
     second = make_remote(tmp_path / "second")
     with transaction.atomic():
-        other = services.repository_create(
+        other = repository_create(
             actor=Actor.system(), team=team, name="second", remote_url=second.url
         )
-    services.repository_sync(repository_id=other.pk)
+    repository_sync(repository_id=other.pk)
     client = token_client(team, ["context:read"])
     response = _get(client, "20260101-use-postgres")
     assert response.status_code == 409

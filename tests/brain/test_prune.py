@@ -18,7 +18,7 @@ from bundles.services.prune import brain_prune_withdrawn
 from bundles.tasks import prune_withdrawn_chunks
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent
-from reviews import services as review_services
+from reviews.services.repositories import repository_sync
 from sources.models import Source
 from sources.services.lifecycle import source_add, source_approve, source_disable
 from sources.services.refresh import source_refresh
@@ -183,7 +183,7 @@ def test_it_prunes_repository_memories_withdrawn_upstream(
     constraint = Chunk.objects.get(team=team, content__startswith="Keep SQL explicit")
     assert constraint.is_dna and not constraint.standalone
     remote.commit({f"{M}/20260102-no-orm-magic.md": None}, "Drop the constraint")
-    review_services.repository_sync(repository_id=repository.pk)
+    repository_sync(repository_id=repository.pk)
     constraint.refresh_from_db()
     assert constraint.withdrawn_at is not None
     client.force_login(admin_user)

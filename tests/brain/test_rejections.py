@@ -17,8 +17,10 @@ from django.urls import reverse
 from bundles.models import ImportProposal
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent
-from reviews import services
 from reviews.models import Decision, DecisionItem, Memory, PushState
+from reviews.services.decisions import proposal_approve, proposal_reject
+from reviews.services.push import repository_push_pending
+from reviews.services.repositories import repository_sync
 from tests.bundles.helpers import chunk, make_bundle
 from tests.reviews.conftest import M
 
@@ -46,7 +48,7 @@ def proposed(repository: Any, title: str) -> Memory:
 
 def reject(memory: Memory, user: Any, capture, comment: str = WHY) -> Decision:  # type: ignore[no-untyped-def]
     with capture(execute=True):
-        decision = services.proposal_reject(actor=Actor(user=user), memory=memory, comment=comment)
+        decision = proposal_reject(actor=Actor(user=user), memory=memory, comment=comment)
     decision.refresh_from_db()
     assert decision.state == PushState.PUSHED, decision.state_detail
     return decision
@@ -132,7 +134,7 @@ def test_it_refuses_to_lift_what_is_not_a_landed_rejection(
     capture = django_capture_on_commit_callbacks
     client = token_client(team, ["reviews:write"])
     with capture(execute=True):
-        approval = services.proposal_approve(
+        approval = proposal_approve(
             actor=Actor(user=reviewer_user), memory=proposal(repository, SQLITE)
         )
     response = client.post(
@@ -140,7 +142,7 @@ def test_it_refuses_to_lift_what_is_not_a_landed_rejection(
     )
     assert response.status_code == 409
     assert response.json()["error"]["code"] == "decision-not-rejection"
-    pending = services.proposal_reject(
+    pending = proposal_reject(
         actor=Actor(user=reviewer_user), memory=proposal(repository, ATTEMPT), comment="no"
     )  # not pushed: the on-commit push never runs here
     response = client.post(
@@ -149,7 +151,7 @@ def test_it_refuses_to_lift_what_is_not_a_landed_rejection(
     assert response.status_code == 409
     assert response.json()["error"]["code"] == "rejection-not-pushed"
     with capture(execute=True):
-        services.repository_push_pending(repository_id=repository.pk)
+        repository_push_pending(repository_id=repository.pk)
     response = client.post(
         reverse("api-decision-allow-reproposal", args=[pending.pk]),
         {"refs": ["DEC-0000"]},
@@ -182,9 +184,9 @@ def test_it_does_not_propose_an_approved_text_removed_upstream_since(
     import_bundle(importer, repository, BUNDLE[:1], capture)
     flags = proposed(repository, "Use feature flags")
     with capture(execute=True):
-        services.proposal_approve(actor=Actor(user=reviewer_user), memory=flags)
+        proposal_approve(actor=Actor(user=reviewer_user), memory=flags)
     remote.commit({flags.path: None}, "Drop the flags memory")  # a human removes it in git
-    services.repository_sync(repository_id=repository.pk)
+    repository_sync(repository_id=repository.pk)
     assert not Memory.objects.filter(repository=repository, memory_id=flags.memory_id).exists()
     again = import_bundle(importer, repository, BUNDLE[:1], capture)["proposals"]
     assert again["proposed"] == 0 and again["skipped_existing"] == 1
@@ -233,7 +235,7 @@ def test_it_backfills_the_text_of_earlier_decisions(
     capture = django_capture_on_commit_callbacks
     import_bundle(importer, repository, BUNDLE, capture)
     gone = reject(proposed(repository, "Use feature flags"), reviewer_user, capture)
-    waiting = services.proposal_reject(
+    waiting = proposal_reject(
         actor=Actor(user=reviewer_user), memory=proposed(repository, "Caching the build failed"),
         comment="no",
     )  # fmt: skip

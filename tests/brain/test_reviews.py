@@ -7,8 +7,9 @@ import orjson
 from bundles.models import Chunk, ChunkOrigin, ImportProposal
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent
-from reviews import services
 from reviews.models import Memory
+from reviews.services.decisions import proposal_approve
+from reviews.services.repositories import repository_sync
 from tests.brain.conftest import exported
 from tests.bundles.helpers import chunk, make_bundle
 from tests.reviews.conftest import M, memory_text
@@ -42,7 +43,7 @@ def test_it_serves_active_memories_and_an_approval_after_it_lands(
     assert len(provenance["commit"]) == 40
     memory = Memory.objects.get(repository=repository, memory_id=SQLITE)
     with django_capture_on_commit_callbacks(execute=True):
-        services.proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
+        proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
     chunks = exported(client)
     sqlite = next(c for c in chunks if c.startswith("Use SQLite"))
     assert POSTGRES not in chunks  # superseded by the approval
@@ -52,7 +53,7 @@ def test_it_serves_active_memories_and_an_approval_after_it_lands(
     repository.refresh_from_db()
     assert provenance["commit"] == repository.head_commit
     before = _counts(team)
-    services.repository_sync(repository_id=repository.pk)
+    repository_sync(repository_id=repository.pk)
     assert _counts(team) == before
 
 
@@ -112,7 +113,7 @@ def test_it_proposes_imported_dna_for_review_and_serves_it_only_after_approval(
     assert (_counts(team), Memory.objects.count(), len(remote.log())) == before
     # A human approves: now it is repository knowledge (one chunk, with provenance).
     with django_capture_on_commit_callbacks(execute=True):
-        services.proposal_approve(actor=Actor(user=reviewer_user), memory=flags)
+        proposal_approve(actor=Actor(user=reviewer_user), memory=flags)
     chunk_row = exported(client)[FLAGS]
     assert chunk_row["metadata"]["memoryadmin"]["origin"] == "repository"
     assert chunk_row["metadata"]["memoryadmin"]["approval"] == "review"
@@ -161,7 +162,7 @@ def test_it_orders_context_pinned_first_with_provenance_and_logs_reads(
         },
         "Pinned rule",
     )
-    services.repository_sync(repository_id=repository.pk)
+    repository_sync(repository_id=repository.pk)
     write_source(tmp_path, {"a": record_text("a", title="Deploys go out on Tuesdays")})
     source = source_add(actor=Actor.system(), team=team, location=str(tmp_path))
     source_approve(actor=Actor.system(), source=source)

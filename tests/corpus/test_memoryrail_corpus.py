@@ -14,14 +14,14 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from reviews import services
 from reviews.models import Memory, Repository
+from reviews.services.repositories import repository_sync
 from tests.corpus.hostile import YAML_CASES, deep_json
 from tests.reviews.conftest import M, git, memory_text
 
 
 def _sync(repo: Repository) -> Repository:
-    return services.repository_sync(repository_id=repo.pk)
+    return repository_sync(repository_id=repo.pk)
 
 
 def _index(repo: Repository) -> list[tuple[str, str, str]]:

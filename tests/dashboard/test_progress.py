@@ -7,8 +7,9 @@ from django.utils import timezone
 
 from bundles.models import ImportJob
 from memoryadmin.audit import Actor
-from reviews import services
 from reviews.models import Memory, Repository, SyncState
+from reviews.services.decisions import proposal_approve
+from reviews.services.repositories import repository_sync, repository_sync_request
 from sources.models import RefreshRun, RunStatus, Source, SourceState
 
 SQLITE = "20260201-use-sqlite"
@@ -26,7 +27,7 @@ def test_it_tracks_a_repository_sync_from_queued_to_idle_in_page_and_api(
     client.force_login(admin_user)
     # the task is queued on commit: look at the page before it runs, then let it run
     with django_capture_on_commit_callbacks(execute=True):
-        services.repository_sync_request(actor=Actor(user=admin_user), repository=repository)
+        repository_sync_request(actor=Actor(user=admin_user), repository=repository)
         repository.refresh_from_db()
         assert repository.sync_state == SyncState.QUEUED
         fragment = client.get(
@@ -54,7 +55,7 @@ def test_it_shows_a_failed_sync_and_its_error_in_page_and_api(
     client, repository, admin_user, token_client, team
 ):
     Repository.objects.filter(pk=repository.pk).update(remote_url="file:///nonexistent/x.git")
-    services.repository_sync(repository_id=repository.pk)
+    repository_sync(repository_id=repository.pk)
     repository.refresh_from_db()
     assert repository.sync_state == SyncState.IDLE and repository.last_sync_ok is False
     client.force_login(admin_user)
@@ -71,7 +72,7 @@ def test_it_polls_a_pending_decision_on_the_proposal_page_and_lists_push_states(
     memory = Memory.objects.get(repository=repository, memory_id=SQLITE)
     # the push runs on commit: the decision is pending until the block ends
     with django_capture_on_commit_callbacks(execute=True):
-        services.proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
+        proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
         client.force_login(reviewer_user)
         fragment = client.get(
             reverse("proposal-decisions", args=["alpha", memory.pk])

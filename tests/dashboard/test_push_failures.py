@@ -5,22 +5,24 @@ from __future__ import annotations
 from django.urls import reverse
 
 from memoryadmin.audit import Actor
-from reviews import services
 from reviews.models import Decision, PushState
 from reviews.selectors import dashboard_summary, open_push_failures
+from reviews.services.decisions import proposals_review
+from reviews.services.push import decision_push_retry
+from reviews.services.repositories import repository_sync
 from tests.reviews.test_retry import REFUSAL, refuse_pushes
 from tests.reviews.test_workflow import ATTEMPT, SQLITE, proposal
 
 
 def decide(kind: str, repository, memory_id: str, user, capture) -> Decision:  # type: ignore[no-untyped-def]
     with capture(execute=True):
-        decision = services.proposals_decide(
+        decision = proposals_review(
             actor=Actor(user=user),
             team=repository.team,
             memory_ids=[proposal(repository, memory_id).pk],
             kind=kind,
             comment="not now" if kind == "reject" else "",
-        )[0]
+        ).decisions[0]
     decision.refresh_from_db()
     return decision
 
@@ -48,7 +50,7 @@ def test_it_stops_counting_a_failure_once_its_proposal_is_decided_again(
     assert failures(team) == (1, [approved.pk])
     # The other failure is retried: pending, then pushed; nothing is left to act on.
     with capture(execute=True):
-        services.decision_push_retry(actor=Actor(user=reviewer_user), decision=approved)
+        decision_push_retry(actor=Actor(user=reviewer_user), decision=approved)
     approved.refresh_from_db()
     assert approved.state == PushState.PUSHED, approved.state_detail
     assert failures(team) == (0, [])
@@ -89,5 +91,5 @@ def test_it_stops_counting_a_failure_whose_proposal_left_the_queue_upstream(
     assert f"Retry push of decision {failed.pk}" in history
     hook.unlink()
     remote.commit({f"{M}/{ATTEMPT}.md": None}, "The agent withdraws its proposal")
-    services.repository_sync(repository_id=repository.pk)
+    repository_sync(repository_id=repository.pk)
     assert failures(team) == (0, [])

@@ -21,8 +21,8 @@ from playwright.sync_api import ConsoleMessage, Page, Request, expect
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import Role
-from reviews import services as review_services
 from reviews.models import Memory, Repository
+from reviews.services.repositories import repository_create, repository_sync
 from sources.models import Source
 from sources.services.lifecycle import source_add, source_approve
 from tests.e2e.conftest import login, shot
@@ -106,10 +106,8 @@ def world(team, make_user, tmp_path, settings, tracker) -> World:  # type: ignor
         "propose",
     )
     with transaction.atomic():
-        repository = review_services.repository_create(
-            actor=actor, team=team, name="app", remote_url=remote.url
-        )
-    review_services.repository_sync(repository_id=repository.pk)
+        repository = repository_create(actor=actor, team=team, name="app", remote_url=remote.url)
+    repository_sync(repository_id=repository.pk)
     endpoint, _ = endpoint_create(
         actor=actor, team=team, url="https://hooks.example.org/in", events=[]
     )

@@ -10,7 +10,7 @@ from playwright.sync_api import Locator, Page, expect
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import Role
-from reviews import services
+from reviews.services.repositories import repository_create, repository_sync
 from tests.e2e.conftest import login, shot
 from tests.reviews.conftest import M, make_remote
 
@@ -42,10 +42,10 @@ def test_it_approves_a_superseding_proposal_and_rejects_another_then_pushes_both
     settings.REPOSITORY_ALLOW_LOCAL_REMOTES = True
     remote = make_remote(tmp_path / "git")
     with transaction.atomic():
-        repository = services.repository_create(
+        repository = repository_create(
             actor=Actor.system(), team=team, name="app", remote_url=remote.url
         )
-    services.repository_sync(repository_id=repository.pk)
+    repository_sync(repository_id=repository.pk)
     make_user("rita", team=team, role=Role.REVIEWER)
     make_user("rob", team=team, role=Role.REVIEWER)
 

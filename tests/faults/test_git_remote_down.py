@@ -22,8 +22,9 @@ from memoryadmin.audit import Actor
 from memoryadmin.celery import app
 from memoryadmin.models import AuditEvent
 from reviews.models import Decision, Memory, PushState, Repository
-from reviews.services import proposal_approve, repository_create, repository_sync
+from reviews.services.decisions import proposal_approve
 from reviews.services.push import TRAILER
+from reviews.services.repositories import repository_create, repository_sync
 from reviews.tasks import sync_due_repositories
 from tests.conftest import wait_for
 from tests.faults.workers import worker

@@ -15,7 +15,11 @@ from django.db import transaction
 from memoryadmin.audit import Actor
 from memoryadmin.celery import app
 from reviews.models import Repository, SyncState
-from reviews.services import repository_create, repository_sync, repository_sync_request
+from reviews.services.repositories import (
+    repository_create,
+    repository_sync,
+    repository_sync_request,
+)
 from tests.conftest import wait_for
 from tests.faults.workers import worker
 from tests.reviews.conftest import make_remote

@@ -21,7 +21,7 @@ from bundles.models import ImportJob, JobState
 from memoryadmin.audit import Actor
 from memoryadmin.models import Role, Scope
 from reviews.models import Decision, Memory, PushState
-from reviews.services import repository_create, repository_sync
+from reviews.services.repositories import repository_create, repository_sync
 from sources.services.lifecycle import source_add, source_approve
 from tests.bundles.helpers import chunk, make_bundle
 from tests.conftest import ROOT, _worker_env

@@ -21,8 +21,9 @@ from django.db import transaction
 from memoryadmin.audit import Actor
 from memoryadmin.celery import app
 from reviews.models import Decision, Memory, PushState
-from reviews.services import proposal_approve, repository_create, repository_sync
+from reviews.services.decisions import proposal_approve
 from reviews.services.push import TRAILER
+from reviews.services.repositories import repository_create, repository_sync
 from reviews.tasks import sync_due_repositories
 from sources.models import RefreshRun, RunStatus, Snapshot, Source
 from sources.services.lifecycle import source_add, source_approve, source_refresh_request

@@ -91,3 +91,79 @@ def test_it_sends_anonymous_visitors_of_team_pages_to_login(client, team):
     response = client.get(f"/t/{team.slug}/tokens/")
     assert response.status_code == 302
     assert response["Location"] == f"/accounts/login/?next=/t/{team.slug}/tokens/"
+
+
+def _token(team, scopes, *, by=None):  # type: ignore[no-untyped-def]
+    from memoryadmin.audit import Actor
+    from memoryadmin.services import token_create
+
+    token, _ = token_create(
+        actor=Actor(user=by) if by else Actor.system(), team=team, name="t", scopes=scopes
+    )
+    return token
+
+
+@pytest.mark.parametrize(("kind", "allowed"), MATRIX)
+def test_it_lets_a_user_act_with_a_scope_when_the_role_the_scope_maps_to_allows_it(
+    who, team, kind, allowed
+):
+    from memoryadmin.audit import Actor
+    from memoryadmin.models import Scope
+    from memoryadmin.permissions import actor_require
+
+    user = who(kind)
+    actor = Actor(user=user) if user.is_authenticated else Actor.system()
+    if R in allowed or actor.is_system:  # the system acts on every team
+        actor_require(actor, team, Scope.REVIEWS_WRITE)
+    else:
+        with pytest.raises(PermissionDenied, match="does not allow reviewing"):
+            actor_require(actor, team, Scope.REVIEWS_WRITE)
+
+
+def test_it_lets_a_token_act_only_with_its_scope_on_its_own_team(make_user, team, other_team):
+    from memoryadmin.audit import Actor
+    from memoryadmin.models import Scope
+    from memoryadmin.permissions import actor_require
+
+    writer = _token(team, [Scope.REVIEWS_WRITE])
+    reader = _token(team, [Scope.REVIEWS_READ])
+    actor_require(Actor(token=writer), team, Scope.REVIEWS_WRITE)
+    for token, where in ((reader, team), (writer, other_team)):
+        with pytest.raises(PermissionDenied, match="may not decide proposals"):
+            actor_require(Actor(token=token), where, Scope.REVIEWS_WRITE)
+    # A personal token: never beyond its creator's current role.
+    viewer = make_user("vic", team=team, role=Role.VIEWER)
+    with pytest.raises(PermissionDenied):
+        actor_require(
+            Actor(token=_token(team, [Scope.REVIEWS_WRITE], by=viewer)), team, "reviews:write"
+        )
+
+
+def test_it_keeps_an_action_no_scope_grants_for_signed_in_people(make_user, team):
+    from memoryadmin.audit import Actor
+    from memoryadmin.models import Scope
+    from memoryadmin.permissions import actor_require
+
+    actor_require(Actor(user=make_user("ada", team=team, role=Role.ADMIN)), team, M)
+    refused = [
+        Actor(user=make_user("rita", team=team, role=Role.REVIEWER)),
+        Actor(token=_token(team, list(Scope.values))),
+        Actor.system(),
+    ]
+    for actor in refused:
+        with pytest.raises(PermissionDenied):
+            actor_require(actor, team, M)
+
+
+def test_it_names_the_person_behind_a_user_or_a_personal_token_and_nobody_behind_a_team_token(
+    make_user, team
+):
+    from memoryadmin.audit import Actor
+    from memoryadmin.models import Scope
+
+    rita = make_user("rita", team=team, role=Role.REVIEWER)
+    personal = Actor(token=_token(team, [Scope.REVIEWS_WRITE], by=rita))
+    for actor in (Actor(user=rita), personal):
+        assert actor.person == rita and actor.approver_key == f"user:{rita.pk}"
+    for actor in (Actor(token=_token(team, [Scope.REVIEWS_WRITE])), Actor.system()):
+        assert actor.person is None and actor.approver_key is None

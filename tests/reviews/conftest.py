@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memoryadmin.audit import Actor
-from reviews import services
+from reviews.services.repositories import repository_create, repository_sync
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Agent Smith",
@@ -187,9 +187,7 @@ def repository(db, team, remote, data_dir):  # type: ignore[no-untyped-def]
     from django.db import transaction
 
     with transaction.atomic():
-        repo = services.repository_create(
-            actor=Actor.system(), team=team, name="app", remote_url=remote.url
-        )
-    services.repository_sync(repository_id=repo.pk)
+        repo = repository_create(actor=Actor.system(), team=team, name="app", remote_url=remote.url)
+    repository_sync(repository_id=repo.pk)
     repo.refresh_from_db()
     return repo

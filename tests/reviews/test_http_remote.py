@@ -15,8 +15,9 @@ from django.db import transaction
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent
-from reviews import services
 from reviews.models import PushState
+from reviews.services.decisions import proposal_approve
+from reviews.services.repositories import repository_create, repository_sync
 from tests.reviews.conftest import make_remote
 from tests.reviews.test_workflow import ATTEMPT, proposal
 
@@ -92,7 +93,7 @@ def http_remote(tmp_path) -> Iterator[tuple[str, object]]:
 
 def _create(team, url: str, secret: str):  # type: ignore[no-untyped-def]
     with transaction.atomic():
-        return services.repository_create(
+        return repository_create(
             actor=Actor.system(),
             team=team,
             name="http",
@@ -105,7 +106,7 @@ def _create(team, url: str, secret: str):  # type: ignore[no-untyped-def]
 def test_it_keeps_a_wrong_token_out_of_stored_errors(team, data_dir, http_remote):
     url, _ = http_remote
     repository = _create(team, url, "wrong-token-zzzz")
-    repository = services.repository_sync(repository_id=repository.pk)
+    repository = repository_sync(repository_id=repository.pk)
     assert repository.last_sync_ok is False
     assert "fetch failed" in repository.last_error
     for text in (repository.last_error, str(AuditEvent.objects.values_list("data", flat=True))):
@@ -120,11 +121,11 @@ def test_it_fetches_and_pushes_with_the_token(
 ):
     url, remote = http_remote
     repository = _create(team, url, TOKEN)
-    repository = services.repository_sync(repository_id=repository.pk)
+    repository = repository_sync(repository_id=repository.pk)
     assert repository.last_sync_ok is True, repository.last_error
     memory = proposal(repository, ATTEMPT)
     with django_capture_on_commit_callbacks(execute=True):
-        decision = services.proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
+        decision = proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
     decision.refresh_from_db()
     assert decision.state == PushState.PUSHED, decision.state_detail
     assert remote.log("%an|%s")[0].startswith(f"Rita|Approve {memory.ref}")

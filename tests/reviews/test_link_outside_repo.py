@@ -13,8 +13,8 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from memoryadmin.models import AuditEvent, Role
-from reviews import services
 from reviews.models import Approval, Decision, Memory, PushState, ReviewSettings
+from reviews.services.repositories import repository_sync
 from tests.reviews.conftest import M, git, memory_text
 
 ACTIVE = "20260401-outside-active"
@@ -50,7 +50,7 @@ def escaping(repository, remote):  # type: ignore[no-untyped-def]
     git(path, "add", "-A")
     git(path, "commit", "--quiet", "-m", "links that escape")
     git(path, "push", "--quiet", "origin", "main")
-    repo = services.repository_sync(repository_id=repository.pk)
+    repo = repository_sync(repository_id=repository.pk)
     assert repo.last_sync_ok, repo.last_error
     return repo
 

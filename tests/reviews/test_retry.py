@@ -10,9 +10,15 @@ from django.urls import reverse
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent, Role
-from reviews import services
 from reviews.models import Decision, Memory, PushState
-from reviews.services.push import TRAILER
+from reviews.services.decisions import ProposalNotOpen, proposal_approve, proposal_reject
+from reviews.services.push import (
+    TRAILER,
+    DecisionNotRetryable,
+    decision_push_retry,
+    repository_push_pending,
+)
+from reviews.services.repositories import repository_sync, working_copy
 from tests.reviews.conftest import M, Remote, git, memory_text
 from tests.reviews.test_workflow import ATTEMPT, SQLITE, proposal
 
@@ -42,7 +48,7 @@ def hook(remote: Remote) -> Path:
 def failed(repository, hook, reviewer_user, django_capture_on_commit_callbacks) -> Decision:
     """An approval whose push the remote refused (the push task runs eagerly)."""
     with django_capture_on_commit_callbacks(execute=True):
-        decision = services.proposal_approve(
+        decision = proposal_approve(
             actor=Actor(user=reviewer_user), memory=proposal(repository, ATTEMPT), comment="ok"
         )
     decision.refresh_from_db()
@@ -53,7 +59,7 @@ def failed(repository, hook, reviewer_user, django_capture_on_commit_callbacks) 
 
 def retry(decision: Decision, user, capture) -> Decision:  # type: ignore[no-untyped-def]
     with capture(execute=True):
-        services.decision_push_retry(actor=Actor(user=user), decision=decision)
+        decision_push_retry(actor=Actor(user=user), decision=decision)
     decision.refresh_from_db()
     return decision
 
@@ -115,7 +121,7 @@ def test_it_marks_pushed_a_decision_whose_commit_landed_before_the_failure_was_r
     from reviews.services.push import apply_decision, commit_message
 
     hook.unlink()
-    copy = services.working_copy(repository)
+    copy = working_copy(repository)
     with copy.locked(wait=10):
         copy.sync()
         apply_decision(copy, failed, now="2026-02-01T00:00:00.000Z")
@@ -134,24 +140,24 @@ def test_it_refuses_to_retry_a_pending_a_pushed_or_a_conflicting_decision(
     repository, remote, reviewer_user, django_capture_on_commit_callbacks
 ):
     actor = Actor(user=reviewer_user)
-    pending = services.proposal_reject(
+    pending = proposal_reject(
         actor=actor, memory=proposal(repository, ATTEMPT), comment="no"
     )  # its push task was never run
-    with pytest.raises(services.DecisionNotRetryable) as refused:
-        services.decision_push_retry(actor=actor, decision=pending)
+    with pytest.raises(DecisionNotRetryable) as refused:
+        decision_push_retry(actor=actor, decision=pending)
     assert refused.value.code == "decision-not-retryable"
     assert "still being pushed" in refused.value.messages[0]
 
     edited = memory_text(SQLITE, title="Edited upstream", status="proposed")
     remote.commit({f"{M}/{SQLITE}.md": edited}, "Agent edits its proposal")
     with django_capture_on_commit_callbacks(execute=True):
-        conflict = services.proposal_approve(actor=actor, memory=proposal(repository, SQLITE))
+        conflict = proposal_approve(actor=actor, memory=proposal(repository, SQLITE))
     conflict.refresh_from_db()
     pending.refresh_from_db()
     assert conflict.state == PushState.CONFLICT and pending.state == PushState.PUSHED
     for decision, words in ((conflict, "Review the proposal again"), (pending, "already pushed")):
-        with pytest.raises(services.DecisionNotRetryable) as refused:
-            services.decision_push_retry(actor=actor, decision=decision)
+        with pytest.raises(DecisionNotRetryable) as refused:
+            decision_push_retry(actor=actor, decision=decision)
         assert refused.value.code == "decision-not-retryable"
         assert words in refused.value.messages[0]
     assert not AuditEvent.objects.filter(action="review.push-retry").exists()
@@ -162,17 +168,17 @@ def test_it_refuses_a_retry_once_the_proposal_was_decided_again(
     failed, hook, repository, reviewer_user, django_capture_on_commit_callbacks
 ):
     actor = Actor(user=reviewer_user)
-    again = services.proposal_reject(
+    again = proposal_reject(
         actor=actor, memory=proposal(repository, ATTEMPT), comment="on second thought"
     )
-    with pytest.raises(services.ProposalNotOpen, match="decided again"):
-        services.decision_push_retry(actor=actor, decision=failed)
+    with pytest.raises(ProposalNotOpen, match="decided again"):
+        decision_push_retry(actor=actor, decision=failed)
     hook.unlink()
     with django_capture_on_commit_callbacks(execute=True):
-        services.repository_push_pending(repository_id=repository.pk)
+        repository_push_pending(repository_id=repository.pk)
     assert Decision.objects.get(pk=again.pk).state == PushState.PUSHED
-    with pytest.raises(services.ProposalNotOpen, match="no longer a proposal"):
-        services.decision_push_retry(actor=actor, decision=failed)
+    with pytest.raises(ProposalNotOpen, match="no longer a proposal"):
+        decision_push_retry(actor=actor, decision=failed)
     assert Decision.objects.get(pk=failed.pk).state == PushState.FAILED
 
 
@@ -182,9 +188,9 @@ def test_it_refuses_a_retry_when_the_proposal_changed_upstream_since_the_review(
     hook.unlink()
     edited = memory_text(ATTEMPT, type="attempt", title="Edited upstream", status="proposed")
     remote.commit({f"{M}/{ATTEMPT}.md": edited}, "Agent edits its proposal")
-    services.repository_sync(repository_id=repository.pk)
-    with pytest.raises(services.ProposalNotOpen, match="changed upstream"):
-        services.decision_push_retry(actor=Actor(user=reviewer_user), decision=failed)
+    repository_sync(repository_id=repository.pk)
+    with pytest.raises(ProposalNotOpen, match="changed upstream"):
+        decision_push_retry(actor=Actor(user=reviewer_user), decision=failed)
 
 
 def test_it_refuses_a_viewer_and_a_token_without_the_write_scope(
@@ -193,18 +199,18 @@ def test_it_refuses_a_viewer_and_a_token_without_the_write_scope(
     from memoryadmin.models import ApiToken
 
     with pytest.raises(PermissionDenied):
-        services.decision_push_retry(actor=Actor(user=viewer_user), decision=failed)
+        decision_push_retry(actor=Actor(user=viewer_user), decision=failed)
     make_token(team, ["reviews:read"], name="reader")
     reader = ApiToken.objects.get(name="reader")
     with pytest.raises(PermissionDenied):
-        services.decision_push_retry(actor=Actor(token=reader), decision=failed)
+        decision_push_retry(actor=Actor(token=reader), decision=failed)
     assert Decision.objects.get(pk=failed.pk).state == PushState.FAILED
 
 
 def test_it_refuses_a_retry_when_the_repository_does_not_push(failed, repository, reviewer_user):
     type(repository).objects.filter(pk=repository.pk).update(push_enabled=False)
-    with pytest.raises(services.DecisionNotRetryable) as refused:
-        services.decision_push_retry(actor=Actor(user=reviewer_user), decision=failed)
+    with pytest.raises(DecisionNotRetryable) as refused:
+        decision_push_retry(actor=Actor(user=reviewer_user), decision=failed)
     assert refused.value.code == "push-disabled"
 
 
@@ -315,7 +321,7 @@ def test_it_answers_409_proposal_not_open_and_the_one_error_shape_for_refusals(
     outsider = token_client(other_team, ["reviews:write"])
     response = outsider.post(url, format="json")
     assert response.status_code == 404 and response.json()["error"]["code"] == "not-found"
-    services.proposal_reject(
+    proposal_reject(
         actor=Actor(user=reviewer_user), memory=proposal(repository, ATTEMPT), comment="no"
     )
     response = token_client(team, ["reviews:write"]).post(url, format="json")

@@ -20,8 +20,9 @@ from formats import memoryrail
 from formats.memoryrail.secrets import secrets_mask, secrets_mask_front_matter
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent, Role
-from reviews import services
 from reviews.models import Decision, Memory, PushState, Repository, ReviewSettings
+from reviews.services.decisions import proposal_approve
+from reviews.services.repositories import repository_create, repository_sync
 from tests.conftest import wait_for
 from tests.reviews.conftest import M, Remote, git, memory_text
 from tests.webhooks.conftest import loopback_http, make_endpoint, receiver  # noqa: F401
@@ -88,7 +89,7 @@ def assert_rules_and_lines(page: str) -> None:
 def leaky(repository: Repository, remote: Remote) -> Memory:
     """The secret-bearing proposal, committed by an agent after the repository was added."""
     remote.commit(leaky_files(), "Agent proposes a deploy note")
-    services.repository_sync(repository_id=repository.pk)
+    repository_sync(repository_id=repository.pk)
     memory = Memory.objects.get(repository=repository, memory_id=LEAKY)
     assert memory.has_secret
     assert [(f["rule"], f["line"]) for f in memory.secret_findings] == FINDINGS
@@ -219,7 +220,7 @@ def test_it_masks_problem_messages_that_quote_a_file_on_the_repository_page_and_
         "20260302-broken", status="proposed", links=[f"src\\https://bob:{PASSWORD}@example.com/x"]
     )
     remote.commit({f"{M}/20260302-broken.md": broken}, "A link with credentials")
-    services.repository_sync(repository_id=repository.pk)
+    repository_sync(repository_id=repository.pk)
     repository.refresh_from_db()
     assert PASSWORD in json.dumps(repository.problems)  # the reader quotes the link
     client.force_login(viewer_user)
@@ -321,12 +322,12 @@ def test_it_pushes_a_masked_commit_message_from_a_real_worker(
 ):
     settings.REPOSITORY_ALLOW_LOCAL_REMOTES = True  # the in-process sync checks it too
     make_user("rita", team=team, role=Role.REVIEWER)
-    repository = services.repository_create(
+    repository = repository_create(
         actor=Actor.system(), team=team, name="app", remote_url=remote.url, allow_local=True
     )
     try:
         remote.commit(leaky_files(), "Agent proposes a deploy note")
-        services.repository_sync(repository_id=repository.pk)
+        repository_sync(repository_id=repository.pk)
         memory = Memory.objects.get(repository=repository, memory_id=LEAKY)
         api_client.credentials(HTTP_AUTHORIZATION=f"Bearer {make_token(team, ['reviews:write'])}")
         response = api_client.post(
@@ -365,10 +366,10 @@ def test_it_sends_webhook_payloads_without_the_value(
     make_endpoint(receiver.url("/hook"))
     remote.commit(leaky_files(), "Agent proposes a deploy note")
     with django_capture_on_commit_callbacks(execute=True):
-        services.repository_sync(repository_id=repository.pk)
+        repository_sync(repository_id=repository.pk)
     memory = Memory.objects.get(repository=repository, memory_id=LEAKY)
     with django_capture_on_commit_callbacks(execute=True):
-        services.proposal_approve(
+        proposal_approve(
             actor=Actor(user=reviewer_user), memory=memory, override_reason="revoked test key"
         )
     bodies = [json.loads(r.body) for r in receiver.requests]
@@ -455,7 +456,7 @@ def test_it_masks_memories_and_decision_items_in_the_django_admin(
     client, make_user, leaky, reviewer_user, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
-        services.proposal_approve(
+        proposal_approve(
             actor=Actor(user=reviewer_user), memory=leaky, override_reason="revoked test key"
         )
     client.force_login(make_user("root", is_staff=True, is_superuser=True))
@@ -479,7 +480,7 @@ def test_it_masks_a_link_quoted_in_a_staleness_report(
         "20260303-escaping", status="proposed", links=[f"../https://bob:{PASSWORD}@example.com/x"]
     )
     remote.commit({f"{M}/20260303-escaping.md": escaping}, "A link outside, with credentials")
-    services.repository_sync(repository_id=repository.pk)
+    repository_sync(repository_id=repository.pk)
     memory = Memory.objects.get(repository=repository, memory_id="20260303-escaping")
     assert PASSWORD in json.dumps(memory.stale)  # the report quotes the link
     client.force_login(viewer_user)

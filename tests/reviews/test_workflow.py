@@ -11,9 +11,16 @@ from django.db import connection
 from formats import memoryrail
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent
-from reviews import services
 from reviews.git import LockNotHeld
 from reviews.models import Decision, Memory, PushState
+from reviews.services.decisions import (
+    SecretOverrideRequired,
+    proposal_approve,
+    proposal_reject,
+    proposals_review,
+)
+from reviews.services.push import repository_push_pending
+from reviews.services.repositories import repository_create, repository_sync, working_copy
 from tests.reviews.conftest import M, memory_text
 
 SQLITE = "20260201-use-sqlite"
@@ -47,7 +54,7 @@ def test_it_approves_a_superseding_proposal_in_one_commit_by_the_reviewer(
 ):
     memory = proposal(repository, SQLITE)
     with django_capture_on_commit_callbacks(execute=True):
-        decision = services.proposal_approve(
+        decision = proposal_approve(
             actor=Actor(user=reviewer_user), memory=memory, comment="Fine by me"
         )
     decision.refresh_from_db()
@@ -85,9 +92,9 @@ def test_it_rejects_by_deleting_the_file_and_requires_a_comment(
 ):
     memory = proposal(repository, ATTEMPT)
     with pytest.raises(ValidationError):
-        services.proposal_reject(actor=Actor(user=reviewer_user), memory=memory, comment=" ")
+        proposal_reject(actor=Actor(user=reviewer_user), memory=memory, comment=" ")
     with django_capture_on_commit_callbacks(execute=True):
-        decision = services.proposal_reject(
+        decision = proposal_reject(
             actor=Actor(user=reviewer_user), memory=memory, comment="Not reproducible"
         )
     decision.refresh_from_db()
@@ -101,10 +108,10 @@ def test_it_refuses_a_secret_proposal_without_an_audited_override(
     repository, remote, reviewer_user, django_capture_on_commit_callbacks
 ):
     memory = proposal(repository, SECRET)
-    with pytest.raises(services.SecretOverrideRequired):
-        services.proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
+    with pytest.raises(SecretOverrideRequired):
+        proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
     with django_capture_on_commit_callbacks(execute=True):
-        decision = services.proposal_approve(
+        decision = proposal_approve(
             actor=Actor(user=reviewer_user), memory=memory, override_reason="Revoked token"
         )
     decision.refresh_from_db()
@@ -115,9 +122,7 @@ def test_it_refuses_a_secret_proposal_without_an_audited_override(
 
 def test_it_refuses_a_viewer(repository, viewer_user):
     with pytest.raises(PermissionDenied):
-        services.proposal_approve(
-            actor=Actor(user=viewer_user), memory=proposal(repository, ATTEMPT)
-        )
+        proposal_approve(actor=Actor(user=viewer_user), memory=proposal(repository, ATTEMPT))
 
 
 def test_it_reapplies_the_decision_when_the_remote_moved(
@@ -126,7 +131,7 @@ def test_it_reapplies_the_decision_when_the_remote_moved(
     memory = proposal(repository, ATTEMPT)
     remote.commit({"README.md": "moved\n"}, "Unrelated change from elsewhere")
     with django_capture_on_commit_callbacks(execute=True):
-        decision = services.proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
+        decision = proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
     decision.refresh_from_db()
     assert decision.state == PushState.PUSHED, decision.state_detail
     subjects = remote.log("%s")
@@ -142,7 +147,7 @@ def test_it_reapplies_after_a_push_is_rejected_because_the_remote_moved(
     from reviews.services import push
 
     memory = proposal(repository, ATTEMPT)
-    decision = services.proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
+    decision = proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
     original = push.apply_decision
     calls = []
 
@@ -154,7 +159,7 @@ def test_it_reapplies_after_a_push_is_rejected_because_the_remote_moved(
 
     push.apply_decision = apply_then_move
     try:
-        services.repository_push_pending(repository_id=repository.pk)
+        repository_push_pending(repository_id=repository.pk)
     finally:
         push.apply_decision = original
     decision.refresh_from_db()
@@ -170,7 +175,7 @@ def test_it_marks_a_conflict_when_the_proposal_changed_upstream(
     edited = memory_text(ATTEMPT, type="attempt", title="Edited upstream", status="proposed")
     remote.commit({f"{M}/{ATTEMPT}.md": edited}, "Agent edits its proposal")
     with django_capture_on_commit_callbacks(execute=True):
-        decision = services.proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
+        decision = proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
     decision.refresh_from_db()
     assert decision.state == PushState.CONFLICT
     assert "changed upstream" in decision.state_detail
@@ -184,9 +189,7 @@ def test_it_marks_a_conflict_when_the_proposal_vanished_upstream(
     memory = proposal(repository, ATTEMPT)
     remote.commit({f"{M}/{ATTEMPT}.md": None}, "Agent withdraws")
     with django_capture_on_commit_callbacks(execute=True):
-        decision = services.proposal_reject(
-            actor=Actor(user=reviewer_user), memory=memory, comment="no"
-        )
+        decision = proposal_reject(actor=Actor(user=reviewer_user), memory=memory, comment="no")
     decision.refresh_from_db()
     assert decision.state == PushState.CONFLICT and "removed upstream" in decision.state_detail
 
@@ -196,12 +199,12 @@ def test_it_makes_one_commit_for_a_batch(
 ):
     ids = [proposal(repository, m).pk for m in (SQLITE, ATTEMPT)]
     with django_capture_on_commit_callbacks(execute=True):
-        (decision,) = services.proposals_decide(
+        (decision,) = proposals_review(
             actor=Actor(user=reviewer_user),
             team=repository.team,
             memory_ids=ids,
             kind="approve",
-        )
+        ).decisions
     decision.refresh_from_db()
     assert decision.state == PushState.PUSHED
     assert len(remote.log()) == 2
@@ -211,7 +214,7 @@ def test_it_makes_one_commit_for_a_batch(
 
 
 def test_it_refuses_mutating_git_without_the_lock(repository):
-    copy = services.working_copy(repository)
+    copy = working_copy(repository)
     with pytest.raises(LockNotHeld):
         copy.fetch()
     with pytest.raises(LockNotHeld):
@@ -223,7 +226,7 @@ def test_it_shows_an_unreachable_remote_as_an_error_not_an_empty_queue(repositor
     import shutil
 
     shutil.rmtree(remote.bare)
-    repository = services.repository_sync(repository_id=repository.pk)
+    repository = repository_sync(repository_id=repository.pk)
     assert repository.last_sync_ok is False
     assert "fetch failed" in repository.last_error
     assert Memory.objects.filter(repository=repository, status="proposed").count() == 3
@@ -231,7 +234,7 @@ def test_it_shows_an_unreachable_remote_as_an_error_not_an_empty_queue(repositor
 
 def test_it_reports_broken_files_on_the_repository(repository, remote):
     remote.commit({f"{M}/20260301-broken.md": "---\nid: [unclosed\n---\n"}, "Broken")
-    repository = services.repository_sync(repository_id=repository.pk)
+    repository = repository_sync(repository_id=repository.pk)
     assert repository.last_sync_ok is True
     assert [p["code"] for p in repository.problems] == ["yaml-syntax"]
     assert repository.problems[0]["path"] == f"{M}/20260301-broken.md"
@@ -242,10 +245,8 @@ def test_it_lands_two_concurrent_approvals_in_order(team, remote, data_dir, make
     from memoryadmin.models import Role
 
     reviewer = make_user("rita", team=team, role=Role.REVIEWER)
-    repo = services.repository_create(
-        actor=Actor.system(), team=team, name="app", remote_url=remote.url
-    )
-    services.repository_sync(repository_id=repo.pk)
+    repo = repository_create(actor=Actor.system(), team=team, name="app", remote_url=remote.url)
+    repository_sync(repository_id=repo.pk)
     targets = [proposal(repo, SQLITE), proposal(repo, ATTEMPT)]
     barrier = threading.Barrier(2)
     errors: list[BaseException] = []
@@ -253,7 +254,7 @@ def test_it_lands_two_concurrent_approvals_in_order(team, remote, data_dir, make
     def approve(memory: Memory) -> None:
         try:
             barrier.wait()
-            services.proposal_approve(actor=Actor(user=reviewer), memory=memory)
+            proposal_approve(actor=Actor(user=reviewer), memory=memory)
         except BaseException as exc:
             errors.append(exc)
         finally:
@@ -304,7 +305,7 @@ def test_it_keeps_the_history_query_count_flat(
     from django.urls import reverse
 
     for memory_id in (SQLITE, ATTEMPT):
-        services.proposal_reject(
+        proposal_reject(
             actor=Actor(user=reviewer_user), memory=proposal(repository, memory_id), comment="no"
         )
     client.force_login(reviewer_user)

@@ -8,8 +8,8 @@ from django.urls import reverse
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent, Role
-from reviews import services
 from reviews.models import Memory
+from reviews.services.repositories import repository_sync
 from reviews.services.routing import repository_routing_update
 from tests.reviews.conftest import M, memory_text
 
@@ -76,7 +76,7 @@ def test_it_assigns_by_type_and_by_links_at_sync_and_when_rules_change(
         },
         "Propose a constraint",
     )
-    services.repository_sync(repository_id=repository.pk)
+    repository_sync(repository_id=repository.pk)
     assert assignees(repository, LINKED) == ["alice", "bob"]
     # active memories are never assigned
     assert not Memory.objects.filter(status="active", assigned_reviewers__isnull=False).exists()

@@ -8,8 +8,9 @@ from django.urls import reverse
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent, Role
 from memoryadmin.services import token_create
-from reviews import services
 from reviews.models import Approval, Decision, Memory, PushState
+from reviews.services.decisions import AlreadyApproved, proposal_reject, proposals_review
+from reviews.services.repositories import repository_sync
 from reviews.services.routing import review_settings_update
 from tests.reviews.conftest import M, git, memory_text
 
@@ -39,7 +40,7 @@ def test_it_records_a_first_approval_without_committing_then_commits_the_second(
 ):
     before = remote.log("%H")
     with django_capture_on_commit_callbacks(execute=True):
-        first = services.proposals_review(
+        first = proposals_review(
             actor=Actor(user=reviewer_user),
             team=two.team,
             memory_ids=[proposal(two, SQLITE).pk],
@@ -57,7 +58,7 @@ def test_it_records_a_first_approval_without_committing_then_commits_the_second(
     row = selectors.review_queue(two.team, filters={}).get(memory_id=SQLITE)
     assert row.first_approved_by == "user:rita"
     with django_capture_on_commit_callbacks(execute=True):
-        second = services.proposals_review(
+        second = proposals_review(
             actor=Actor(user=bob), team=two.team, memory_ids=[row.pk], kind="approve"
         )
     (decision,) = second.decisions
@@ -77,18 +78,18 @@ def test_it_refuses_a_second_approval_by_the_same_person_even_through_their_toke
     two, reviewer_user
 ):
     memory = proposal(two, SQLITE)
-    services.proposals_review(
+    proposals_review(
         actor=Actor(user=reviewer_user), team=two.team, memory_ids=[memory.pk], kind="approve"
     )
-    with pytest.raises(services.AlreadyApproved):
-        services.proposals_review(
+    with pytest.raises(AlreadyApproved):
+        proposals_review(
             actor=Actor(user=reviewer_user), team=two.team, memory_ids=[memory.pk], kind="approve"
         )
     token, _ = token_create(
         actor=Actor(user=reviewer_user), team=two.team, name="rita", scopes=["reviews:write"]
     )
-    with pytest.raises(services.AlreadyApproved):
-        services.proposals_review(
+    with pytest.raises(AlreadyApproved):
+        proposals_review(
             actor=Actor(token=token), team=two.team, memory_ids=[memory.pk], kind="approve"
         )
     assert Approval.objects.count() == 1 and Decision.objects.count() == 0
@@ -98,11 +99,11 @@ def test_it_rejects_at_any_point(
     two, remote, reviewer_user, bob, django_capture_on_commit_callbacks
 ):
     memory = proposal(two, SQLITE)
-    services.proposals_review(
+    proposals_review(
         actor=Actor(user=reviewer_user), team=two.team, memory_ids=[memory.pk], kind="approve"
     )
     with django_capture_on_commit_callbacks(execute=True):
-        decision = services.proposal_reject(actor=Actor(user=bob), memory=memory, comment="No")
+        decision = proposal_reject(actor=Actor(user=bob), memory=memory, comment="No")
     decision.refresh_from_db()
     assert decision.state == PushState.PUSHED
     assert not remote.exists(f"{M}/{SQLITE}.md")
@@ -112,15 +113,15 @@ def test_it_forgets_a_first_approval_when_the_proposal_changes_upstream(
     two, remote, reviewer_user, bob
 ):
     memory = proposal(two, SQLITE)
-    services.proposals_review(
+    proposals_review(
         actor=Actor(user=reviewer_user), team=two.team, memory_ids=[memory.pk], kind="approve"
     )
     remote.commit(
         {f"{M}/{SQLITE}.md": memory_text(SQLITE, title="Use SQLite, changed", status="proposed")},
         "Agent edits the proposal",
     )
-    services.repository_sync(repository_id=two.pk)
-    outcome = services.proposals_review(
+    repository_sync(repository_id=two.pk)
+    outcome = proposals_review(
         actor=Actor(user=bob), team=two.team, memory_ids=[memory.pk], kind="approve"
     )
     assert outcome.decisions == [] and len(outcome.first_approvals) == 1  # counts afresh
@@ -129,7 +130,7 @@ def test_it_forgets_a_first_approval_when_the_proposal_changes_upstream(
 def test_it_needs_one_approval_for_other_types_and_when_the_setting_is_off(
     two, reviewer_user, admin_user
 ):
-    outcome = services.proposals_review(
+    outcome = proposals_review(
         actor=Actor(user=reviewer_user),
         team=two.team,
         memory_ids=[proposal(two, ATTEMPT).pk],
@@ -137,7 +138,7 @@ def test_it_needs_one_approval_for_other_types_and_when_the_setting_is_off(
     )
     assert len(outcome.decisions) == 1 and outcome.first_approvals == []
     review_settings_update(actor=Actor(user=admin_user), team=two.team, require_two_approvals=False)
-    outcome = services.proposals_review(
+    outcome = proposals_review(
         actor=Actor(user=reviewer_user),
         team=two.team,
         memory_ids=[proposal(two, SQLITE).pk],

@@ -22,8 +22,9 @@ from rest_framework.test import APIClient
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent, Role, Scope
-from reviews import services as review_services
 from reviews.models import Memory, PushState
+from reviews.services.decisions import proposal_approve
+from reviews.services.repositories import repository_create, repository_sync
 from sources.fetchers import Credential
 from sources.services.lifecycle import source_add, source_approve
 from sources.services.refresh import source_refresh
@@ -125,7 +126,7 @@ def test_it_never_shows_logs_or_stores_a_secret_in_clear(
     # 2. Repository over HTTP with the right token (sync + approve + push) and a wrong one.
     url, _ = http_remote
     with transaction.atomic():
-        repository = review_services.repository_create(
+        repository = repository_create(
             actor=actor,
             team=team,
             name="http",
@@ -134,15 +135,15 @@ def test_it_never_shows_logs_or_stores_a_secret_in_clear(
             credential_secret=REPO_TOKEN,
             allow_local=True,
         )
-    repository = review_services.repository_sync(repository_id=repository.pk)
+    repository = repository_sync(repository_id=repository.pk)
     assert repository.last_sync_ok, repository.last_error
     memory = Memory.objects.get(repository=repository, memory_id="20260203-cache-attempt")
     with django_capture_on_commit_callbacks(execute=True):
-        decision = review_services.proposal_approve(actor=Actor(user=reviewer), memory=memory)
+        decision = proposal_approve(actor=Actor(user=reviewer), memory=memory)
     decision.refresh_from_db()
     assert decision.state == PushState.PUSHED, decision.state_detail
     with transaction.atomic():
-        wrong = review_services.repository_create(
+        wrong = repository_create(
             actor=actor,
             team=team,
             name="wrong",
@@ -151,7 +152,7 @@ def test_it_never_shows_logs_or_stores_a_secret_in_clear(
             credential_secret=WRONG_REPO_TOKEN,
             allow_local=True,
         )
-    wrong = review_services.repository_sync(repository_id=wrong.pk)
+    wrong = repository_sync(repository_id=wrong.pk)
     assert not wrong.last_sync_ok
     collected.append((repository.working_dir / ".git" / "config").read_text())
 

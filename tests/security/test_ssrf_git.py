@@ -18,9 +18,12 @@ from django.urls import reverse
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent
-from reviews import services
-from reviews.git import CONNECT_FAILED, GitError
+from reviews.git import GitError
+from reviews.gitenv import CONNECT_FAILED
 from reviews.models import PushState, Repository
+from reviews.services.decisions import proposal_approve
+from reviews.services.push import repository_push_pending
+from reviews.services.repositories import repository_create, repository_sync
 from tests.reviews.conftest import make_remote
 from tests.reviews.test_http_remote import TOKEN
 from tests.reviews.test_workflow import ATTEMPT, proposal
@@ -87,7 +90,7 @@ def git_http(tmp_path) -> Iterator[tuple[GitHttp, object]]:
 
 def _create(team, url: str, **extra):  # type: ignore[no-untyped-def]
     with transaction.atomic():
-        return services.repository_create(
+        return repository_create(
             actor=Actor.system(), team=team, name=extra.pop("name", "app"), remote_url=url, **extra
         )
 
@@ -161,7 +164,7 @@ def test_it_refuses_a_stored_remote_before_fetching_once_the_opt_in_is_off(
     repository = _create(team, template.format(port=listener.port))
     settings.REPOSITORY_ALLOW_LOCAL_REMOTES = False
     settings.SOURCE_ALLOW_PRIVATE_ADDRESSES = False
-    repository = services.repository_sync(repository_id=repository.pk)
+    repository = repository_sync(repository_id=repository.pk)
     assert repository.last_sync_ok is False
     assert repository.last_error.startswith("git fetch refused:"), repository.last_error
     if "localhost" in template:  # the message names no resolved address
@@ -174,14 +177,14 @@ def test_it_refuses_a_stored_remote_before_pushing_once_the_opt_in_is_off(
 ):
     server, remote = git_http
     repository = _create(team, server.url(), credential_kind="https-token", credential_secret=TOKEN)
-    repository = services.repository_sync(repository_id=repository.pk)
+    repository = repository_sync(repository_id=repository.pk)
     assert repository.last_sync_ok is True, repository.last_error
     memory = proposal(repository, ATTEMPT)
-    decision = services.proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
+    decision = proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
     seen = len(server.requests)
     settings.REPOSITORY_ALLOW_LOCAL_REMOTES = False
     settings.SOURCE_ALLOW_PRIVATE_ADDRESSES = False
-    services.repository_push_pending(repository_id=repository.pk)
+    repository_push_pending(repository_id=repository.pk)
     decision.refresh_from_db()
     assert decision.state == PushState.FAILED
     assert decision.state_detail.startswith("git fetch refused:"), decision.state_detail
@@ -198,7 +201,7 @@ def test_it_does_not_follow_a_redirect_from_the_remote(team, data_dir, git_http)
         repository = _create(
             team, redirector.url(), credential_kind="https-token", credential_secret=TOKEN
         )
-        repository = services.repository_sync(repository_id=repository.pk)
+        repository = repository_sync(repository_id=repository.pk)
     finally:
         redirector.close()
     assert redirector.requests, "git asked the redirecting server"
@@ -235,7 +238,7 @@ def test_it_tells_no_internal_service_from_another_in_the_stored_error(team, set
             for scheme in ("https", "ssh"):
                 url = f"{scheme}://127.0.0.1:{port}/app.git"
                 repository = _create(team, url, name=f"{kind}-{scheme}")
-                repository = services.repository_sync(repository_id=repository.pk)
+                repository = repository_sync(repository_id=repository.pk)
                 errors[(kind, scheme)] = repository.last_error
     assert set(errors.values()) == {f"git fetch failed: {CONNECT_FAILED}"}, errors
 
@@ -246,15 +249,15 @@ def test_it_cuts_a_dripping_remote_off_at_the_deadline(
     settings.GIT_TIMEOUT = 2
     server, _ = git_http
     repository = _create(team, server.url(), credential_kind="https-token", credential_secret=TOKEN)
-    repository = services.repository_sync(repository_id=repository.pk)
+    repository = repository_sync(repository_id=repository.pk)
     assert repository.last_sync_ok is True, repository.last_error
     memory = proposal(repository, ATTEMPT)
-    decision = services.proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
+    decision = proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
     server.mode = "drip"
-    repository = services.repository_sync(repository_id=repository.pk)
+    repository = repository_sync(repository_id=repository.pk)
     assert repository.last_error == "git fetch failed: the remote did not finish within 2 s"
     with pytest.raises(GitError) as failed:  # the push task retries a transient failure
-        services.repository_push_pending(repository_id=repository.pk)
+        repository_push_pending(repository_id=repository.pk)
     assert failed.value.transient is True and failed.value.kind == "timeout"
     decision.refresh_from_db()
     assert decision.state == PushState.PENDING
@@ -271,11 +274,11 @@ def test_it_fetches_and_pushes_through_a_named_remote_pinned_to_its_checked_addr
     server, remote = git_http
     url = f"http://localhost:{server.port}/remote.git"
     repository = _create(team, url, credential_kind="https-token", credential_secret=TOKEN)
-    repository = services.repository_sync(repository_id=repository.pk)
+    repository = repository_sync(repository_id=repository.pk)
     assert repository.last_sync_ok is True, repository.last_error
     memory = proposal(repository, ATTEMPT)
-    decision = services.proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
-    services.repository_push_pending(repository_id=repository.pk)
+    decision = proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
+    repository_push_pending(repository_id=repository.pk)
     decision.refresh_from_db()
     assert decision.state == PushState.PUSHED, decision.state_detail
     assert remote.log("%s")[0].startswith(f"Approve {memory.ref}")
@@ -286,6 +289,6 @@ def test_it_connects_ssh_to_the_checked_address_of_a_named_remote(team, settings
     reached (and fails as a git server would not), with the one generic error."""
     with listening(b"SSH-2.0-OpenSSH_9.2p1 internal\r\n") as listener:
         repository = _create(team, f"ssh://git@localhost:{listener.port}/app.git")
-        repository = services.repository_sync(repository_id=repository.pk)
+        repository = repository_sync(repository_id=repository.pk)
     assert listener.connections == 1
     assert repository.last_error == f"git fetch failed: {CONNECT_FAILED}"

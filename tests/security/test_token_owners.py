@@ -13,8 +13,8 @@ from rest_framework.test import APIClient
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import ApiToken, AuditEvent, Membership, Role, TokenKind
-from reviews import services
 from reviews.models import Approval, Decision, Memory, PushState
+from reviews.services.repositories import repository_create, repository_sync
 from reviews.services.routing import review_settings_update
 from tests.reviews.conftest import Remote, make_remote
 
@@ -69,10 +69,8 @@ def repository(team, remote, settings, tmp_path):  # type: ignore[no-untyped-def
     settings.DATA_DIR = tmp_path / "data"
     settings.DATA_DIR.mkdir()
     settings.REPOSITORY_ALLOW_LOCAL_REMOTES = True
-    repo = services.repository_create(
-        actor=Actor.system(), team=team, name="app", remote_url=remote.url
-    )
-    services.repository_sync(repository_id=repo.pk)
+    repo = repository_create(actor=Actor.system(), team=team, name="app", remote_url=remote.url)
+    repository_sync(repository_id=repo.pk)
     repo.refresh_from_db()
     return repo
 

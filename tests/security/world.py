@@ -12,8 +12,10 @@ from bundles.imports import bundle_import
 from bundles.models import Chunk, ImportJob
 from memoryadmin.audit import Actor
 from memoryadmin.models import ApiToken, AuditEvent, Membership, Team
-from reviews import services as review_services
 from reviews.models import Decision, Memory, Repository
+from reviews.services.decisions import proposal_reject
+from reviews.services.push import repository_push_pending
+from reviews.services.repositories import repository_create, repository_sync
 from sources.models import RefreshRun, Source
 from sources.services.lifecycle import source_add, source_approve, source_refresh_request
 from sources.services.refresh import source_refresh
@@ -94,7 +96,7 @@ def build_team(
         f"propose {label}",
     )
     with transaction.atomic():
-        repository = review_services.repository_create(
+        repository = repository_create(
             actor=actor,
             team=team,
             name=f"repo-{label}",
@@ -104,22 +106,22 @@ def build_team(
             credential_secret=repo_token,
             allow_local=True,
         )
-    review_services.repository_sync(repository_id=repository.pk)
+    repository_sync(repository_id=repository.pk)
     repository.refresh_from_db()
     proposal = Memory.objects.get(repository=repository, memory_id=proposal_id)
     rejected = Memory.objects.get(repository=repository, memory_id="20260203-cache-attempt")
-    decision = review_services.proposal_reject(actor=actor, memory=rejected, comment="no")
+    decision = proposal_reject(actor=actor, memory=rejected, comment="no")
     # Its push is refused by the remote (real git, a pre-receive hook): a decision to retry.
     hook = remote.bare / "hooks" / "pre-receive"
     hook.write_text("#!/bin/sh\necho 'frozen' >&2\nexit 1\n")
     hook.chmod(0o755)
-    review_services.repository_push_pending(repository_id=repository.pk)
+    repository_push_pending(repository_id=repository.pk)
     hook.unlink()
     decision.refresh_from_db()
     assert decision.state == "failed", decision.state_detail
     secret = Memory.objects.get(repository=repository, memory_id="20260202-deploy-key")
-    rejection = review_services.proposal_reject(actor=actor, memory=secret, comment="no")
-    review_services.repository_push_pending(repository_id=repository.pk)
+    rejection = proposal_reject(actor=actor, memory=secret, comment="no")
+    repository_push_pending(repository_id=repository.pk)
     rejection.refresh_from_db()
     assert rejection.state == "pushed", rejection.state_detail
 

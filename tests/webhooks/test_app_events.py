@@ -19,9 +19,10 @@ from django.db import transaction
 
 from bundles.models import Chunk, ImportJob
 from memoryadmin.audit import Actor
-from reviews import services as review_services
 from reviews.models import Decision, Memory, PushState, ReviewSettings
-from reviews.services import repositories as repository_services
+from reviews.services import index as repository_services
+from reviews.services.decisions import proposal_approve, proposals_review
+from reviews.services.repositories import repository_create, repository_sync
 from sources.fetchers import Credential
 from sources.models import Health
 from sources.services.lifecycle import source_add, source_approve
@@ -159,9 +160,7 @@ def test_it_sends_denied_and_recovered_for_a_401_source_without_its_credential(
 def _add_repository(team, remote, capture):  # type: ignore[no-untyped-def]
     """Add the repository; its first sync runs after commit (tasks are eager)."""
     with capture(execute=True):
-        repo = review_services.repository_create(
-            actor=Actor.system(), team=team, name="app", remote_url=remote.url
-        )
+        repo = repository_create(actor=Actor.system(), team=team, name="app", remote_url=remote.url)
     repo.refresh_from_db()
     assert repo.last_sync_ok, repo.last_error
     return repo
@@ -169,7 +168,7 @@ def _add_repository(team, remote, capture):  # type: ignore[no-untyped-def]
 
 def _sync(repo, capture) -> None:  # type: ignore[no-untyped-def]
     with capture(execute=True):
-        review_services.repository_sync(repository_id=repo.pk)
+        repository_sync(repository_id=repo.pk)
 
 
 def test_it_summarises_the_first_index_then_sends_each_new_proposal(
@@ -291,7 +290,7 @@ def test_it_sends_decision_made_for_an_approval_and_a_batch_rejection(
     receiver.requests.clear()
     attempt = _proposal(repo, "20260203-cache-attempt")
     with django_capture_on_commit_callbacks(execute=True):
-        decision = review_services.proposal_approve(
+        decision = proposal_approve(
             actor=Actor(user=reviewer_user), memory=attempt, comment="Good catch"
         )
     decision.refresh_from_db()
@@ -363,13 +362,13 @@ def test_it_sends_decision_made_only_for_the_second_of_two_approvals(
     receiver.requests.clear()
     constraint = _proposal(repo, "20260301-no-friday")
     with django_capture_on_commit_callbacks(execute=True):
-        first = review_services.proposals_review(
+        first = proposals_review(
             actor=Actor(user=reviewer_user), team=team, memory_ids=[constraint.pk], kind="approve"
         )
     assert first.first_approvals and not first.decisions
     assert receiver.requests == []  # a first approval is not a decision
     with django_capture_on_commit_callbacks(execute=True):
-        second = review_services.proposals_review(
+        second = proposals_review(
             actor=Actor(user=admin_user), team=team, memory_ids=[constraint.pk], kind="approve"
         )
 
@@ -396,7 +395,7 @@ def test_it_sends_push_failed_when_the_remote_refuses_the_push(
     hook_path.chmod(0o755)
     attempt = _proposal(repo, "20260203-cache-attempt")
     with django_capture_on_commit_callbacks(execute=True):
-        decision = review_services.proposal_approve(actor=Actor(user=reviewer_user), memory=attempt)
+        decision = proposal_approve(actor=Actor(user=reviewer_user), memory=attempt)
     decision.refresh_from_db()
     assert decision.state == PushState.FAILED
 
@@ -438,7 +437,7 @@ def test_it_sends_push_failed_for_a_conflict(
         "Edit upstream",
     )
     with django_capture_on_commit_callbacks(execute=True):
-        decision = review_services.proposal_approve(actor=Actor(user=reviewer_user), memory=attempt)
+        decision = proposal_approve(actor=Actor(user=reviewer_user), memory=attempt)
     decision.refresh_from_db()
     assert decision.state == PushState.CONFLICT
 
@@ -569,7 +568,7 @@ def test_it_sends_nothing_when_the_state_change_rolls_back(
             source_refresh(source_id=source.pk)  # would be source.stale
             raise Abort
         with pytest.raises(Abort), transaction.atomic():
-            review_services.proposal_approve(actor=Actor(user=reviewer_user), memory=attempt)
+            proposal_approve(actor=Actor(user=reviewer_user), memory=attempt)
             raise Abort
         with pytest.raises(Abort), transaction.atomic():
             from bundles.imports import bundle_import

@@ -25,11 +25,11 @@ from formats.crosswalk import (
     split_content,
 )
 from formats.memoryai import content_hash
-from reviews.git import GitError, PushRejected
+from reviews.git import MAX_REJECTED_PUSHES, GitError, WorkingCopy
+from reviews.identity import bot_identity
 from reviews.models import DecisionItem, DecisionKind, Memory, PushState, Repository
-from reviews.services.decisions import bot_identity
-from reviews.services.push import MAX_REJECTED_PUSHES
-from reviews.services.repositories import index_store, read_snapshot, working_copy
+from reviews.services.index import index_read, index_store
+from reviews.services.repositories import working_copy
 
 TRAILER = "Memoryadmin-Proposal"
 LOOKUP_BATCH = 500
@@ -247,47 +247,30 @@ def proposals_push(
     if not repository.push_enabled:
         raise GitError("pushing is disabled for this repository")
     copy = working_copy(repository)
-    sha, written = "", 0
+    written = 0
+
+    def write(copy: WorkingCopy) -> bool:
+        nonlocal written
+        written = 0
+        for item in items:
+            if (copy.path / item["path"]).exists():
+                continue  # already pushed (or the id is taken): never overwrite
+            copy.write_file(item["path"], item["text"])
+            written += 1
+        return written > 0
+
+    def message() -> str:
+        return (
+            f"Propose {written} memor{'y' if written == 1 else 'ies'} ({label})\n\n"
+            + "".join(f"- {item['memory_id']}\n" for item in items)
+            + f"\n{TRAILER}: {marker}\n"
+        )
+
     with copy.locked(wait=wait):
-        for _ in range(MAX_REJECTED_PUSHES):
-            copy.sync()
-            written = 0
-            for item in items:
-                target = copy.path / item["path"]
-                if target.exists():
-                    continue  # already pushed (or the id is taken): never overwrite
-                copy.write_file(item["path"], item["text"])
-                written += 1
-            if not written:
-                sha = ""
-                break
-            message = (
-                f"Propose {written} memor{'y' if written == 1 else 'ies'} ({label})\n\n"
-                + "".join(f"- {item['memory_id']}\n" for item in items)
-                + f"\n{TRAILER}: {marker}\n"
-            )
-            sha = copy.commit(message=message, author=author, committer=bot_identity())
-            try:
-                copy.push()
-            except PushRejected:
-                continue  # the remote moved: fetch and write again on its new head
-            break
-        else:
-            copy.reset_to_remote()
+        sha = copy.commit_and_push(write, message=message, author=author, committer=bot_identity())
+        if sha is None:
             raise GitError(f"the remote kept moving; gave up after {MAX_REJECTED_PUSHES} tries")
         head = copy.reset_to_remote()
-        snapshot = read_snapshot(copy, head, repository=repository)
+        snapshot = index_read(copy, head, repository=repository)
     index_store(repository=repository, snapshot=snapshot)
     return sha, written
-
-
-def agent_identity(*, token: Any = None, user: Any = None, label: str = "") -> tuple[str, str]:
-    """The commit author of imported proposals: the agent (token) that sent them, else the
-    signed-in user who uploaded the bundle."""
-    if token is not None:
-        return f"{token.name} (agent)", f"token-{token.prefix}@agents.memoryadmin.invalid"
-    if user is not None:
-        username = user.get_username()
-        name = user.get_full_name().strip() if hasattr(user, "get_full_name") else ""
-        return name or username, user.email or f"{username}@users.memoryadmin.invalid"
-    return bot_identity() if not label else (label, "agent@memoryadmin.invalid")
