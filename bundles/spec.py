@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bundles import mirror
+from bundles import mirrored
 from formats import crosswalk
 from formats import memoryai as protocol
 
@@ -58,9 +58,9 @@ def server_spec(*, max_bytes: int, sync_max_bytes: int) -> dict[str, Any]:
                 "pinned": "MemoryRail pinned: true -> is_pinned true",
             },
             "provenance": {
-                "where": f"chunk metadata.{mirror.PROVENANCE_KEY}, written by this server only "
-                f"(an imported metadata.{mirror.PROVENANCE_KEY} is kept as "
-                f"metadata.{mirror.PROVENANCE_KEY}_claimed)",
+                "where": f"chunk metadata.{mirrored.PROVENANCE_KEY}, written by this server only "
+                f"(an imported metadata.{mirrored.PROVENANCE_KEY} is kept as "
+                f"metadata.{mirrored.PROVENANCE_KEY}_claimed)",
                 "source": [
                     "origin",
                     "ref",

@@ -15,7 +15,7 @@ from django.db import connection
 from bundles.imports import context
 from bundles.imports.context import ImportContext
 from bundles.imports.planner import PlannerStats
-from bundles.mirror import PROVENANCE_KEY
+from bundles.mirrored import PROVENANCE_KEY
 from bundles.models import CHUNK_RECORD_COLUMNS, Chunk, Origin
 from bundles.secrets import chunk_secret_findings, describe_findings
 from formats import memoryai as protocol

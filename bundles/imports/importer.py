@@ -15,7 +15,7 @@ from bundles.imports.planner import PlannerStats
 from bundles.imports.proposals import ImportProposals
 from bundles.imports.report import ImportReport, _audit_import, _import_event
 from bundles.imports.sections import EdgeWriter, EntityWriter, KeyedWriter
-from bundles.mirror import PROVENANCE_KEY
+from bundles.mirrored import PROVENANCE_KEY
 from bundles.models import BrainSettings
 from formats import memoryai as protocol
 from formats.memoryai import SECTIONS

@@ -25,7 +25,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Cast
 
-from bundles.mirror import PROVENANCE_KEY
+from bundles.mirrored import PROVENANCE_KEY
 from bundles.models import CHUNK_RECORD_COLUMNS
 from bundles.selectors import active_origins
 from formats import memoryai as protocol

@@ -11,7 +11,7 @@ import pytest
 
 from bundles.imports import bundle_import, bundle_import_file, context
 from bundles.imports.context import ImportContext
-from bundles.mirror import PROVENANCE_KEY
+from bundles.mirrored import PROVENANCE_KEY
 from bundles.models import Chunk, MemoryEdge
 from memoryadmin.audit import Actor
 from tests.bundles.helpers import chunk, embedding, make_bundle, sample_bundle
