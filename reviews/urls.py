@@ -2,46 +2,54 @@ from __future__ import annotations
 
 from django.urls import path
 
-from reviews import views
+from reviews.views import proposals, queue, repositories, settings
 
 urlpatterns = [
-    path("", views.review_queue, name="review-queue"),
-    path("batch/", views.review_batch, name="review-batch"),
-    path("history/", views.review_history, name="review-history"),
-    path("settings/", views.review_settings_edit, name="review-settings"),
-    path("decisions/<int:decision_pk>/retry/", views.decision_retry, name="decision-retry"),
+    path("", queue.review_queue, name="review-queue"),
+    path("batch/", proposals.review_batch, name="review-batch"),
+    path("history/", queue.review_history, name="review-history"),
+    path("settings/", settings.review_settings_edit, name="review-settings"),
+    path("decisions/<int:decision_pk>/retry/", proposals.decision_retry, name="decision-retry"),
     path(
         "decisions/<int:decision_pk>/allow-reproposal/",
-        views.decision_reproposal_allow,
+        proposals.decision_reproposal_allow,
         name="decision-allow-reproposal",
     ),
-    path("p/<int:memory_pk>/", views.proposal_detail, name="proposal-detail"),
-    path("p/<int:memory_pk>/decisions/", views.proposal_decisions, name="proposal-decisions"),
-    path("p/<int:memory_pk>/reveal/", views.proposal_reveal, name="proposal-reveal"),
+    path("p/<int:memory_pk>/", proposals.proposal_detail, name="proposal-detail"),
+    path("p/<int:memory_pk>/decisions/", proposals.proposal_decisions, name="proposal-decisions"),
+    path("p/<int:memory_pk>/reveal/", proposals.proposal_reveal, name="proposal-reveal"),
     path(
         "p/<int:memory_pk>/approve/",
-        views.proposal_decide,
+        proposals.proposal_decide,
         {"kind": "approve"},
         name="proposal-approve",
     ),
     path(
         "p/<int:memory_pk>/reject/",
-        views.proposal_decide,
+        proposals.proposal_decide,
         {"kind": "reject"},
         name="proposal-reject",
     ),
-    path("repositories/", views.repository_list, name="repository-list"),
-    path("repositories/add/", views.repository_add, name="repository-add"),
-    path("repositories/<int:repository_pk>/", views.repository_detail, name="repository-detail"),
-    path("repositories/<int:repository_pk>/sync/", views.repository_sync, name="repository-sync"),
+    path("repositories/", repositories.repository_list, name="repository-list"),
+    path("repositories/add/", repositories.repository_add, name="repository-add"),
+    path(
+        "repositories/<int:repository_pk>/",
+        repositories.repository_detail,
+        name="repository-detail",
+    ),
+    path(
+        "repositories/<int:repository_pk>/sync/",
+        repositories.repository_sync,
+        name="repository-sync",
+    ),
     path(
         "repositories/<int:repository_pk>/sync-status/",
-        views.repository_sync_status,
+        repositories.repository_sync_status,
         name="repository-sync-status",
     ),
     path(
         "repositories/<int:repository_pk>/routing/",
-        views.repository_routing,
+        repositories.repository_routing,
         name="repository-routing",
     ),
 ]

@@ -1,10 +1,9 @@
-"""Review pages: queue, proposal, decisions, history, repositories. Thin: parse, call, render."""
+"""Proposal pages and their decisions: detail, reveal, decide, batch, retry, re-proposal."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -12,72 +11,23 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from formats import memoryrail
-from formats.memoryrail import reviewer_rules as routing
-from formats.memoryrail.secrets import secrets_masked
 from memoryadmin.audit import Actor
 from memoryadmin.models import Team
 from memoryadmin.permissions import Action, user_can
-from memoryadmin.web import form_add_errors, team_view
+from memoryadmin.web import team_view
 from reviews import selectors
-from reviews.forms import (
-    BatchForm,
-    DecisionForm,
-    RepositoryForm,
-    RevealForm,
-    ReviewSettingsForm,
-    RoutingForm,
-)
-from reviews.models import Decision, Memory, Repository, SyncState
+from reviews.forms import BatchForm, DecisionForm, RevealForm
+from reviews.models import Decision, Memory
 from reviews.rendering import render_markdown
-from reviews.services.content import (
-    masked_title,
-    memory_text,
-    problems_masked,
-    proposal_secret_reveal,
-    stale_masked,
-)
+from reviews.services.content import memory_text, proposal_secret_reveal, stale_masked
 from reviews.services.decisions import proposals_review
 from reviews.services.push import decision_push_retry
 from reviews.services.rejections import rejection_reproposal_allow
-from reviews.services.repositories import repository_create, repository_sync_request
-from reviews.services.routing import (
-    repository_routing_update,
-    review_settings,
-    review_settings_update,
-)
-
-PAGE_SIZE = 50
 
 
 def _errors(request: HttpRequest, exc: ValidationError) -> None:
     for message in exc.messages:
         messages.error(request, message)
-
-
-@team_view(Action.VIEW)
-def review_queue(request: HttpRequest) -> HttpResponse:
-    team = request.team  # type: ignore[attr-defined]
-    filters = {k: request.GET.get(k, "") for k in ("repository", "type", "flag", "assigned")}
-    if not filters["repository"].isdigit():
-        filters["repository"] = ""
-    queue = selectors.review_queue(team, filters=filters, user=request.user)
-    page = Paginator(queue, PAGE_SIZE).get_page(request.GET.get("page"))
-    for memory in page:
-        memory.title = masked_title(memory.title)
-    repositories = list(Repository.objects.filter(team=team).only("id", "name", "last_sync_ok"))
-    context = {
-        "page": page,
-        "filters": filters,
-        "repositories": repositories,
-        "broken": [r for r in repositories if r.last_sync_ok is False],
-        "types": list(memoryrail.TYPE_PREFIXES),
-        "can_review": user_can(request.user, team, Action.REVIEW),
-        "can_manage": user_can(request.user, team, Action.MANAGE),
-        "two_approvals": selectors.requires_two_approvals(team),
-        "two_approval_types": selectors.TWO_APPROVAL_TYPES,
-        "batch_form": BatchForm(),
-    }
-    return render(request, "reviews/queue.html", context)
 
 
 @team_view(Action.VIEW)
@@ -296,143 +246,3 @@ def review_batch(request: HttpRequest) -> HttpResponse:
     if not outcome.decisions:
         return redirect("review-queue", team_slug=team.slug)
     return redirect("review-history", team_slug=team.slug)
-
-
-@team_view(Action.VIEW)
-def review_history(request: HttpRequest) -> HttpResponse:
-    team = request.team  # type: ignore[attr-defined]
-    page = Paginator(selectors.decision_history(team), PAGE_SIZE).get_page(request.GET.get("page"))
-    for decision in page:
-        for item in decision.items.all():  # the prefetched rows the template shows
-            item.title = masked_title(item.title)
-    polling = any(d.state == "pending" for d in page)
-    template = "reviews/_history_rows.html" if request.htmx else "reviews/history.html"  # type: ignore[attr-defined]
-    can_review = user_can(request.user, team, Action.REVIEW)
-    return render(request, template, {"page": page, "polling": polling, "can_review": can_review})
-
-
-@team_view(Action.VIEW)
-def repository_list(request: HttpRequest) -> HttpResponse:
-    team = request.team  # type: ignore[attr-defined]
-    return render(
-        request,
-        "reviews/repository_list.html",
-        {
-            "repositories": Repository.objects.filter(team=team),
-            "can_manage": user_can(request.user, team, Action.MANAGE),
-        },
-    )
-
-
-@team_view(Action.MANAGE)
-def repository_add(request: HttpRequest) -> HttpResponse:
-    team = request.team  # type: ignore[attr-defined]
-    form = RepositoryForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        try:
-            repository = repository_create(
-                actor=Actor.from_request(request), team=team, **form.cleaned_data
-            )
-        except ValidationError as exc:
-            form_add_errors(form, exc)
-        else:
-            messages.success(request, f"Added {repository.name}; the first sync is running.")
-            return redirect("repository-detail", team_slug=team.slug, repository_pk=repository.pk)
-    response = render(
-        request, "reviews/repository_add.html", {"form": form}, status=400 if form.errors else 200
-    )
-    response["Cache-Control"] = "no-store"
-    return response
-
-
-@team_view(Action.VIEW)
-def repository_detail(request: HttpRequest, repository_pk: int) -> HttpResponse:
-    team = request.team  # type: ignore[attr-defined]
-    repository = get_object_or_404(Repository, pk=repository_pk, team=team)
-    return _repository_page(request, repository, RoutingForm(initial=_routing_initial(repository)))
-
-
-def _routing_initial(repository: Repository) -> dict[str, str]:
-    rules = routing.rules_from_json(repository.routing_rules)
-    return {"rules": routing.render_rules(rules)}
-
-
-def _repository_page(
-    request: HttpRequest, repository: Repository, routing_form: RoutingForm, status: int = 200
-) -> HttpResponse:
-    team = request.team  # type: ignore[attr-defined]
-    repository.problems = problems_masked(repository.problems)
-    repository.last_error = secrets_masked(repository.last_error)
-    context = {
-        "repository": repository,
-        "counts": {
-            status: Memory.objects.filter(repository=repository, status=status).count()
-            for status in memoryrail.STATUSES
-        },
-        "can_manage": user_can(request.user, team, Action.MANAGE),
-        "routing_rules": routing.rules_from_json(repository.routing_rules),
-        "routing_form": routing_form,
-    }
-    return render(request, "reviews/repository_detail.html", context, status=status)
-
-
-@require_POST
-@team_view(Action.MANAGE)
-def repository_routing(request: HttpRequest, repository_pk: int) -> HttpResponse:
-    team = request.team  # type: ignore[attr-defined]
-    repository = get_object_or_404(Repository, pk=repository_pk, team=team)
-    form = RoutingForm(request.POST)
-    if form.is_valid():
-        try:
-            repository_routing_update(
-                actor=Actor.from_request(request),
-                repository=repository,
-                text=form.cleaned_data["rules"],
-            )
-        except ValidationError as exc:
-            for message in exc.message_dict.get("rules", exc.messages):
-                form.add_error("rules", message)
-        else:
-            messages.success(request, "Reviewer routing saved; open proposals were reassigned.")
-            return redirect("repository-detail", team_slug=team.slug, repository_pk=repository.pk)
-    return _repository_page(request, repository, form, status=400)
-
-
-@team_view(Action.VIEW)
-def repository_sync_status(request: HttpRequest, repository_pk: int) -> HttpResponse:
-    """The sync progress fragment, polled by htmx while a sync is queued or running."""
-    team = request.team  # type: ignore[attr-defined]
-    repository = get_object_or_404(Repository, pk=repository_pk, team=team)
-    response = render(request, "reviews/_sync_status.html", {"repository": repository})
-    if repository.sync_state == SyncState.IDLE and request.GET.get("was") == "busy":
-        response["HX-Refresh"] = "true"  # counts and problems below are now out of date
-    return response
-
-
-@team_view(Action.MANAGE)
-def review_settings_edit(request: HttpRequest) -> HttpResponse:
-    team = request.team  # type: ignore[attr-defined]
-    current = review_settings(team)
-    form = ReviewSettingsForm(
-        request.POST if request.method == "POST" else None,  # an unchecked box posts nothing
-        initial={"require_two_approvals": current.require_two_approvals},
-    )
-    if request.method == "POST" and form.is_valid():
-        review_settings_update(
-            actor=Actor.from_request(request),
-            team=team,
-            require_two_approvals=form.cleaned_data["require_two_approvals"],
-        )
-        messages.success(request, "Review settings saved.")
-        return redirect("review-settings", team_slug=team.slug)
-    return render(request, "reviews/settings.html", {"form": form, "settings": current})
-
-
-@require_POST
-@team_view(Action.MANAGE)
-def repository_sync(request: HttpRequest, repository_pk: int) -> HttpResponse:
-    team = request.team  # type: ignore[attr-defined]
-    repository = get_object_or_404(Repository, pk=repository_pk, team=team)
-    repository_sync_request(actor=Actor.from_request(request), repository=repository)
-    messages.success(request, f"Sync of {repository.name} requested.")
-    return redirect("repository-detail", team_slug=team.slug, repository_pk=repository.pk)

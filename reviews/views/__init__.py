@@ -1,0 +1,1 @@
+"""Review pages, one module per page group (queue, proposals, repositories, settings)."""
