@@ -97,7 +97,7 @@ class ProposalListSerializer(serializers.ModelSerializer):
     def get_first_approved_by(self, memory: Memory) -> str | None:
         if hasattr(memory, "first_approved_by"):  # annotated by selectors.with_review_state
             return memory.first_approved_by
-        from reviews.services.decisions import valid_first_approvals
+        from reviews.services.approvals import valid_first_approvals
 
         found = valid_first_approvals([memory]).get(memory.pk)
         return found.actor_label if found else None

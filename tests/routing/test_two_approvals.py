@@ -9,7 +9,8 @@ from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent, Role
 from memoryadmin.services import token_create
 from reviews.models import Approval, Decision, Memory, PushState
-from reviews.services.decisions import AlreadyApproved, proposal_reject, proposals_review
+from reviews.services.approvals import AlreadyApproved
+from reviews.services.decisions import proposal_reject, proposals_review
 from reviews.services.repositories import repository_sync
 from reviews.services.routing import review_settings_update
 from tests.reviews.conftest import M, git, memory_text
