@@ -15,6 +15,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from memoryadmin import services
+from memoryadmin import tokens as token_services
 from memoryadmin.audit import Actor
 from memoryadmin.authentication import address_failures, address_key, failure_count
 from memoryadmin.forms import MemberAddForm, MemberRoleForm, TeamCreateForm, TokenCreateForm
@@ -194,7 +195,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
     new_secret = None
     if request.method == "POST" and form.is_valid():
         try:
-            token, new_secret = services.token_create(
+            token, new_secret = token_services.token_create(
                 actor=Actor.from_request(request),
                 team=request.team,
                 name=form.cleaned_data["name"],
@@ -222,7 +223,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
 @team_view(Action.MANAGE)
 def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     token = get_object_or_404(ApiToken, pk=token_id, team=request.team)
-    services.token_revoke(actor=Actor.from_request(request), token=token)
+    token_services.token_revoke(actor=Actor.from_request(request), token=token)
     messages.success(request, f"Token “{token.name}” revoked.")
     return redirect("token-list", team_slug=request.team.slug)
 

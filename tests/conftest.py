@@ -15,7 +15,8 @@ from rest_framework.test import APIClient
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import Role, Team
-from memoryadmin.services import membership_set, team_create, token_create
+from memoryadmin.services import membership_set, team_create
+from memoryadmin.tokens import token_create
 
 ROOT = Path(__file__).resolve().parent.parent
 # The node name of the session's shared worker while it runs (see celery_worker_process).

@@ -31,7 +31,7 @@ def brain_export(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
     from rest_framework.test import APIClient
 
     from memoryadmin.audit import Actor
-    from memoryadmin.services import token_create
+    from memoryadmin.tokens import token_create
 
     team = _team(args["team"])
     _, secret = token_create(

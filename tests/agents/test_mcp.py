@@ -14,7 +14,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import ApiToken, AuditEvent
-from memoryadmin.services import token_revoke
+from memoryadmin.tokens import token_revoke
 from reviews.models import Memory
 
 pytestmark = pytest.mark.django_db(transaction=True)

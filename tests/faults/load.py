@@ -220,7 +220,8 @@ def build_world(root: Path, cfg: Config) -> World:
 
     from memoryadmin.audit import Actor
     from memoryadmin.models import Scope
-    from memoryadmin.services import team_create, token_create
+    from memoryadmin.services import team_create
+    from memoryadmin.tokens import token_create
     from reviews.services.repositories import repository_create, repository_sync
     from sources.services.lifecycle import source_add, source_approve
     from sources.services.refresh import source_refresh

@@ -95,7 +95,7 @@ def test_it_sends_anonymous_visitors_of_team_pages_to_login(client, team):
 
 def _token(team, scopes, *, by=None):  # type: ignore[no-untyped-def]
     from memoryadmin.audit import Actor
-    from memoryadmin.services import token_create
+    from memoryadmin.tokens import token_create
 
     token, _ = token_create(
         actor=Actor(user=by) if by else Actor.system(), team=team, name="t", scopes=scopes

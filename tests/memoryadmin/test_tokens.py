@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import ApiToken, AuditEvent, Role, Scope, token_hash
-from memoryadmin.services import token_create, token_revoke
+from memoryadmin.tokens import token_create, token_revoke
 
 
 def bearer(secret: str) -> APIClient:

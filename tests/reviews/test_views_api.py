@@ -195,7 +195,7 @@ def test_it_lists_and_retrieves_proposals_by_pk_id_or_ref(token_client, team, re
 def test_it_approves_through_the_api_as_the_token(
     token_client, team, repository, remote, admin_user, django_capture_on_commit_callbacks
 ):
-    from memoryadmin.services import token_create
+    from memoryadmin.tokens import token_create
 
     _, secret = token_create(
         actor=Actor(user=admin_user), team=team, name="ci", scopes=["reviews:write"]

@@ -106,7 +106,7 @@ def test_it_filters_the_queue_and_the_api_by_assigned_to_me(
     from rest_framework.test import APIClient
 
     api = APIClient()
-    from memoryadmin.services import token_create
+    from memoryadmin.tokens import token_create
 
     _, secret = token_create(
         actor=Actor(user=reviewer_user), team=team, name="rita's", scopes=["reviews:read"]

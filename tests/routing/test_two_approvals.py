@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent, Role
-from memoryadmin.services import token_create
+from memoryadmin.tokens import token_create
 from reviews.models import Approval, Decision, Memory, PushState
 from reviews.services.approvals import AlreadyApproved
 from reviews.services.decisions import proposal_reject, proposals_review

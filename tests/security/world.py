@@ -141,7 +141,7 @@ def build_team(
     )
     delivery = endpoint_ping(actor=actor, endpoint=endpoint)
 
-    from memoryadmin.services import token_create
+    from memoryadmin.tokens import token_create
 
     token, token_secret = token_create(
         actor=actor, team=team, name=f"{label}-token", scopes=["sources:read"]

@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import Team
-from memoryadmin.services import token_create
+from memoryadmin.tokens import token_create
 
 
 class Command(BaseCommand):

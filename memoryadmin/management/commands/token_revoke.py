@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import ApiToken
-from memoryadmin.services import token_revoke
+from memoryadmin.tokens import token_revoke
 
 
 class Command(BaseCommand):
