@@ -18,8 +18,8 @@ from django.db.models import Count, Exists
 from django.utils import timezone
 
 from bundles.agents.errors import AgentError
+from bundles.agents.ranking import any_word_query, keyword_hits
 from bundles.agents.readmodel import clean_list, clean_text, team_repository
-from bundles.agents.search import any_word_query, keyword_hits
 from bundles.context import UNTRUSTED_NOTE
 from bundles.models import ChunkOrigin
 from bundles.selectors import active_origins, served_chunks

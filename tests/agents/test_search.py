@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from bundles.agents.search import fts5_query
+from bundles.agents.ranking import fts5_query
 from bundles.models import Chunk
 from memoryadmin.models import AuditEvent
 from tests.agents.conftest import GHP, PROJECT, brain_chunk
