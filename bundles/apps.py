@@ -8,4 +8,7 @@ class BundlesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from bundles import receivers  # noqa: F401  (connects the mirror to the signals)
+        from bundles import (
+            receivers,  # noqa: F401  (connects the mirror to the signals)
+            tasks,  # noqa: F401  (registers the tasks queued by name)
+        )

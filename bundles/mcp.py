@@ -36,6 +36,7 @@ from bundles.agents.search import search_memory
 from memoryadmin.audit import Actor
 from memoryadmin.authentication import BearerTokenAuthentication
 from memoryadmin.models import ApiToken, Scope
+from memoryadmin.permissions import token_has_scope
 
 MAX_BODY_BYTES = 256 * 1024
 
@@ -138,7 +139,7 @@ class Caller:
         return Actor(token=self.token)
 
     def may(self, scope: str) -> bool:
-        return self.token.has_scope(scope)
+        return token_has_scope(self.token, scope)
 
 
 CALLER: contextvars.ContextVar[Caller] = contextvars.ContextVar("memoryadmin_mcp_caller")

@@ -6,11 +6,12 @@ from typing import Any
 
 from celery import shared_task
 
+from bundles import task_names
 from memoryadmin.locks import LockBusy
 from reviews.git import GitError
 
 
-@shared_task(name="bundles.tasks.import_job_run", bind=True, ignore_result=True)
+@shared_task(name=task_names.IMPORT_JOB_RUN, bind=True, ignore_result=True)
 def import_job_run_task(self, job_id: int) -> str:  # type: ignore[no-untyped-def]
     from bundles.imports.jobs import import_job_run
 
@@ -38,7 +39,7 @@ def _proposal_push_failed(  # type: ignore[no-untyped-def]
 
 
 @shared_task(
-    name="bundles.tasks.import_proposal_push",
+    name=task_names.IMPORT_PROPOSAL_PUSH,
     bind=True,
     ignore_result=True,
     # import_proposal_push re-raises only transient git errors (and a busy lock)

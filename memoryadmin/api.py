@@ -6,7 +6,7 @@ from rest_framework import exceptions, permissions
 from rest_framework.request import Request
 
 from memoryadmin.models import ApiToken, Team
-from memoryadmin.permissions import SCOPE_ACTIONS, teams_for, user_can
+from memoryadmin.permissions import SCOPE_ACTIONS, teams_for, token_has_scope, user_can
 
 __all__ = ["SCOPE_ACTIONS", "HasScope", "request_team", "request_token"]
 
@@ -58,7 +58,7 @@ class HasScope(permissions.BasePermission):
             return False
         token = request_token(request)
         if token is not None:
-            if not token.has_scope(scope):
+            if not token_has_scope(token, scope):
                 message = f"This token lacks the '{scope}' scope."
                 if scope in token.scopes:  # granted, but beyond its creator's current role
                     message = (

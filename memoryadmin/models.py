@@ -105,12 +105,6 @@ class ApiToken(models.Model):
     def is_personal(self) -> bool:
         return self.kind != TokenKind.TEAM
 
-    def has_scope(self, scope: str) -> bool:
-        """Granted and, for a personal token, still allowed by its creator's current role."""
-        from memoryadmin.permissions import token_scopes
-
-        return scope in token_scopes(self)
-
 
 class AuditQuerySet(models.QuerySet):
     def update(self, **kwargs):  # type: ignore[override]

@@ -55,6 +55,11 @@ def token_owner_problem(token: ApiToken) -> str | None:
     return None
 
 
+def token_has_scope(token: ApiToken, scope: str) -> bool:
+    """Granted and, for a personal token, still allowed by its creator's current role."""
+    return scope in token_scopes(token)
+
+
 def token_scopes(token: ApiToken) -> frozenset[str]:
     """The scopes a token may use now: a team token its scopes; a personal token those its
     creator's current role on the team allows (none once the creator has left)."""
@@ -131,7 +136,7 @@ def actor_require(actor: Actor, team: Team, scope: str | Action) -> None:
         (f"this token lacks the '{scope}' scope on this team", "your role does not allow this"),
     )
     if actor.token is not None:
-        if actor.token.team_id != team.pk or not actor.token.has_scope(scope):
+        if actor.token.team_id != team.pk or not token_has_scope(actor.token, scope):
             raise PermissionDenied(token_refusal)
     elif actor.user is not None and not user_can(actor.user, team, SCOPE_ACTIONS[scope]):
         raise PermissionDenied(user_refusal)

@@ -14,6 +14,7 @@ from celery import shared_task
 from django.db import OperationalError
 
 from memoryadmin.locks import LockBusy
+from reviews import task_names
 from reviews.git import TransientGitError
 
 RETRY = {
@@ -25,7 +26,7 @@ RETRY = {
 }
 
 
-@shared_task(name="reviews.tasks.sync_repository", **RETRY)
+@shared_task(name=task_names.REPOSITORY_SYNC, **RETRY)
 def repository_sync(repository_id: int) -> None:
     """Sync, index, and queue the push of what is still pending."""
     from reviews.models import Repository
@@ -45,7 +46,7 @@ def _push_failed(
         decisions_fail_pending(repository_id=args[0], detail=exc.message)
 
 
-@shared_task(name="reviews.tasks.push_repository", on_failure=_push_failed, **RETRY)
+@shared_task(name=task_names.REPOSITORY_PUSH_PENDING, on_failure=_push_failed, **RETRY)
 def repository_push_pending(repository_id: int) -> None:
     """Idempotent: with nothing pending it does nothing."""
     from reviews.services import push

@@ -13,12 +13,13 @@ from django.utils import timezone
 
 from memoryadmin.audit import Actor
 from memoryadmin.locks import LockBusy
+from sources import task_names
 
 logger = logging.getLogger(__name__)
 
 
 @shared_task(
-    name="sources.tasks.refresh_source",
+    name=task_names.SOURCE_REFRESH,
     acks_late=True,
     # Another run holds the source's lock, or the database is unavailable: try again later.
     autoretry_for=(LockBusy, OperationalError),

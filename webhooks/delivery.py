@@ -16,9 +16,10 @@ from django.utils import timezone
 
 from memoryadmin import crypto
 from memoryadmin.audit import Actor, audit_record
+from memoryadmin.queue import enqueue_on_commit
 from webhooks.http import AttemptResult, _post, request_build
 from webhooks.models import DeliveryState, WebhookDelivery, WebhookEndpoint
-from webhooks.tasks import delivery_attempt as delivery_attempt_task
+from webhooks.task_names import DELIVERY_ATTEMPT
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ def delivery_redeliver(*, actor: Actor, delivery: WebhookDelivery) -> WebhookDel
         summary=f"Redelivered {delivery.event} to {endpoint.url}",
         data={"url": endpoint.url, "of": str(delivery.uid), "delivery": str(again.uid)},
     )
-    delivery_attempt_task.delay_on_commit(again.pk)
+    enqueue_on_commit(DELIVERY_ATTEMPT, again.pk)
     return again
 
 
@@ -152,7 +153,7 @@ def _attempt_record(*, delivery: WebhookDelivery, result: AttemptResult, secret:
         result.status if result.status is not None else delivery.last_error,
     )
     if countdown is not None:
-        delivery_attempt_task.apply_async_on_commit((delivery.pk,), countdown=countdown)
+        enqueue_on_commit(DELIVERY_ATTEMPT, delivery.pk, countdown=countdown)
     return delivery.state
 
 
@@ -165,5 +166,5 @@ def deliveries_queue_due(*, now: datetime | None = None, limit: int = 500) -> in
         .values_list("pk", flat=True)[:limit]
     )
     for pk in ids:
-        delivery_attempt_task.delay_on_commit(pk)
+        enqueue_on_commit(DELIVERY_ATTEMPT, pk)
     return len(ids)

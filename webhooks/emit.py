@@ -12,9 +12,10 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from memoryadmin.models import Team
+from memoryadmin.queue import enqueue_on_commit
 from webhooks import events as ev
 from webhooks.models import WebhookDelivery, WebhookEndpoint
-from webhooks.tasks import delivery_attempt as delivery_attempt_task
+from webhooks.task_names import DELIVERY_ATTEMPT
 
 logger = logging.getLogger(__name__)
 
@@ -59,4 +60,4 @@ def event_emit(*, team: Team, event: str, data: dict[str, Any]) -> None:
         logger.exception("webhook event %s for team %s could not be recorded", event, team.slug)
         return
     for delivery in deliveries:
-        delivery_attempt_task.delay_on_commit(delivery.pk)
+        enqueue_on_commit(DELIVERY_ATTEMPT, delivery.pk)

@@ -9,9 +9,11 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import OperationalError
 
+from webhooks import task_names
+
 
 @shared_task(
-    name="webhooks.tasks.deliver",
+    name=task_names.DELIVERY_ATTEMPT,
     ignore_result=True,
     autoretry_for=(OperationalError,),
     retry_backoff=5,

@@ -24,11 +24,13 @@ from django.utils import timezone
 from bundles.agents.errors import AgentError
 from bundles.agents.readmodel import clean_list, clean_text, team_repository
 from bundles.models import ImportProposal, ProposalState
+from bundles.task_names import IMPORT_PROPOSAL_PUSH
 from formats import memoryrail
 from formats.memoryrail import DURABLE_TYPES, TYPE_PREFIXES
 from formats.memoryrail.fields import check_link
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Team
+from memoryadmin.queue import enqueue_on_commit
 from reviews.models import Memory
 
 MAX_TITLE_CHARS = 200
@@ -52,20 +54,14 @@ def _commit_identity(actor: Actor) -> tuple[str, str]:
 def _may_write_active(actor: Actor, team: Team) -> bool:
     """An unreviewed (active) write needs what approving needs: the review role."""
     from memoryadmin.models import TokenKind
-    from memoryadmin.permissions import Action, user_can
+    from memoryadmin.permissions import Action, token_has_scope, user_can
 
     token = actor.token
     if token is not None:
         if token.kind == TokenKind.TEAM:
-            return token.has_scope("reviews:write")
+            return token_has_scope(token, "reviews:write")
         return token.created_by is not None and user_can(token.created_by, team, Action.REVIEW)
     return actor.user is not None and user_can(actor.user, team, Action.REVIEW)
-
-
-def _queue_push(proposal_id: int) -> None:
-    from bundles.tasks import import_proposal_push_task
-
-    import_proposal_push_task.delay(proposal_id)
 
 
 @transaction.atomic
@@ -213,7 +209,7 @@ def propose_memory(
         summary=f"Proposed {ref} ({kind}) to {repo.name}",
         data={"repository": repo.pk, "memory_id": memory_id, "ref": ref, "status": status},
     )
-    transaction.on_commit(lambda: _queue_push(proposal.pk))
+    enqueue_on_commit(IMPORT_PROPOSAL_PUSH, proposal.pk)
     return {
         "id": memory_id,
         "ref": ref,

@@ -16,11 +16,12 @@ from bundles.imports.context import ImportOptions
 from bundles.imports.files import bundle_import_file
 from bundles.imports.report import _import_event, import_failure_record
 from bundles.models import ImportJob, JobState
-from bundles.tasks import import_job_run_task
+from bundles.task_names import IMPORT_JOB_RUN
 from bundles.uploads import scratch_dir
 from formats.memoryai import SECTIONS, BundleError
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Team
+from memoryadmin.queue import enqueue_on_commit
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ def import_job_create(
         data={"size_bytes": size_bytes, "filename": filename},
     )
     # Broker down: the upload still answers with its queued job; the sweeper sends it later.
-    import_job_run_task.delay_on_commit(job.pk)
+    enqueue_on_commit(IMPORT_JOB_RUN, job.pk)
     return job
 
 
@@ -281,7 +282,7 @@ def _job_requeue(*, job_id: int, cutoff: datetime, now: datetime) -> bool:
         ),
         data={"was": was, "attempts": job.attempts},
     )
-    import_job_run_task.delay_on_commit(job_id)
+    enqueue_on_commit(IMPORT_JOB_RUN, job_id)
     return True
 
 

@@ -8,11 +8,12 @@ from django.utils import timezone
 
 from bundles.imports.context import ImportContext
 from bundles.models import ImportProposal, ProposalState
-from bundles.tasks import import_proposal_push_task
+from bundles.task_names import IMPORT_PROPOSAL_PUSH
 from formats.memoryai import ChunkRecord
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.errors import DomainError, NotFound, Unprocessable
 from memoryadmin.models import Team
+from memoryadmin.queue import enqueue_on_commit
 
 PROPOSE_MAX = 200  # per import: a review queue is read by people
 
@@ -185,7 +186,7 @@ def import_proposals_create(
         summary=f"Proposing {len(result.drafts)} imported memories to {repository.name}",
         data={**summary, "memory_ids": [d["memory_id"] for d in result.drafts]},
     )
-    import_proposal_push_task.delay_on_commit(proposal.pk)
+    enqueue_on_commit(IMPORT_PROPOSAL_PUSH, proposal.pk)
     return summary, warnings
 
 

@@ -14,9 +14,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from bundles.api.agents import ProposeView
 from memoryadmin.api import HasScope, request_team, request_token
 from memoryadmin.api_errors import AUTH_ERRORS, ApiError, error_responses
 from memoryadmin.audit import Actor
+from memoryadmin.models import Scope
 from reviews import selectors
 from reviews.api.schemas import DECIDE_ERRORS, KEY, READ, REPOSITORY, WRITE, decide_schema
 from reviews.models import Memory, Repository
@@ -80,9 +82,13 @@ def resolve_proposal(request: Request, key: str) -> Memory:
     )
 )
 class ProposalList(generics.ListAPIView):
+    """GET lists proposals; POST proposes one as an agent (the REST face of `propose_memory`,
+    also at `POST /api/memories/`)."""
+
     permission_classes = [HasScope]
-    required_scopes = READ
+    required_scopes = {**READ, "POST": Scope.REVIEWS_PROPOSE}
     serializer_class = ProposalListSerializer
+    post = ProposeView.post
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         params = self.request.query_params

@@ -15,6 +15,7 @@ from memoryadmin.bulk import bulk_insert
 from memoryadmin.errors import Conflict, DomainError
 from memoryadmin.models import Scope, Team
 from memoryadmin.permissions import actor_require
+from memoryadmin.queue import enqueue_on_commit
 from reviews.identity import commit_identity, reviewer_username
 from reviews.models import (
     Approval,
@@ -27,7 +28,7 @@ from reviews.models import (
 )
 from reviews.services.approvals import _first_approvals
 from reviews.services.content import masked_title
-from reviews.tasks import repository_push_pending as repository_push_pending_task
+from reviews.task_names import REPOSITORY_PUSH_PENDING
 from webhooks import events as webhook_events
 from webhooks.emit import event_emit
 
@@ -105,7 +106,7 @@ def proposals_review(
             override_reason=override_reason,
             earlier=earlier,
         )
-        repository_push_pending_task.delay_on_commit(decision.repository_id)
+        enqueue_on_commit(REPOSITORY_PUSH_PENDING, decision.repository_id)
         outcome.decisions.append(decision)
     return outcome
 

@@ -11,6 +11,7 @@ from memoryadmin import errors
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Scope
 from memoryadmin.permissions import actor_require
+from memoryadmin.queue import enqueue_on_commit
 from reviews.git import MAX_REJECTED_PUSHES, GitError, TransientGitError, WorkingCopy
 from reviews.identity import bot_identity
 from reviews.models import (
@@ -25,7 +26,7 @@ from reviews.models import (
 from reviews.services.decisions import ProposalNotOpen
 from reviews.services.index import index_read, index_store
 from reviews.services.repositories import working_copy
-from reviews.tasks import repository_push_pending as repository_push_pending_task
+from reviews.task_names import REPOSITORY_PUSH_PENDING
 from webhooks import events as webhook_events
 from webhooks.emit import event_emit
 
@@ -309,7 +310,7 @@ def decision_push_retry(*, actor: Actor, decision: Decision) -> Decision:
         },
     )
     repository_id = repository.pk
-    repository_push_pending_task.delay_on_commit(repository_id)
+    enqueue_on_commit(REPOSITORY_PUSH_PENDING, repository_id)
     return decision
 
 

@@ -14,6 +14,7 @@ from memoryadmin import crypto
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.locks import LockBusy
 from memoryadmin.models import Team
+from memoryadmin.queue import enqueue_on_commit
 from reviews.git import GitError, WorkingCopy, validate_remote_url
 from reviews.gitenv import Credential, RemotePolicy
 from reviews.models import (
@@ -24,8 +25,7 @@ from reviews.models import (
     SyncState,
 )
 from reviews.services.index import index_read, index_store
-from reviews.tasks import repository_push_pending as repository_push_pending_task
-from reviews.tasks import repository_sync as repository_sync_task
+from reviews.task_names import REPOSITORY_PUSH_PENDING, REPOSITORY_SYNC
 
 _BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/\-]+(?<!\.lock)(?<![/.])$")
 
@@ -99,7 +99,7 @@ def repository_create(
             "credential_kind": credential_kind,
         },
     )
-    repository_sync_task.delay_on_commit(repository.pk)
+    enqueue_on_commit(REPOSITORY_SYNC, repository.pk)
     return repository
 
 
@@ -115,7 +115,7 @@ def repository_sync_request(*, actor: Actor, repository: Repository) -> None:
     Repository.objects.filter(pk=repository.pk).exclude(sync_state=SyncState.RUNNING).update(
         sync_state=SyncState.QUEUED, sync_requested_at=timezone.now()
     )
-    repository_sync_task.delay_on_commit(repository.pk)
+    enqueue_on_commit(REPOSITORY_SYNC, repository.pk)
 
 
 def working_copy(repository: Repository) -> WorkingCopy:
@@ -145,7 +145,7 @@ def repository_sync(*, repository_id: int, wait: float = 60.0) -> Repository:
     pending. Raises LockBusy (the task retries); git errors are stored."""
     repository = _sync(Repository.objects.get(pk=repository_id), wait=wait)
     if Decision.objects.filter(repository_id=repository_id, state=PushState.PENDING).exists():
-        repository_push_pending_task.delay_on_commit(repository_id)
+        enqueue_on_commit(REPOSITORY_PUSH_PENDING, repository_id)
     return repository
 
 

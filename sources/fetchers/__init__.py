@@ -1,7 +1,7 @@
 """Fetch a source's manifest and records from a local directory or an HTTPS base URL: the
-types every transport shares (`Fetcher`, `Credential`, `FetchPolicy`, the errors) and
-`make_fetcher`. The transports are `local.py` and `https.py`; `read.py` reads a whole source
-into validated records (`read_source`).
+types every transport shares (`Fetcher`, `Credential`, `FetchPolicy`, the errors). The
+transports are `local.py` and `https.py`, `factory.make_fetcher` picks one, and `read.py` reads
+a whole source into validated records (`read_source`).
 
 No Django import at module level: the limits arrive as a `FetchPolicy` (see
 `policy_from_settings`). Errors are split in two: `SourceError` means the source as a whole
@@ -130,15 +130,3 @@ def local_resolve(path: str, roots: Sequence[str]) -> str | None:
         if resolved == base or resolved.startswith(base.rstrip("/") + "/"):
             return resolved
     return None
-
-
-def make_fetcher(
-    kind: str, identity: str, *, policy: FetchPolicy, credential: Credential | None = None
-) -> Fetcher:
-    # The transports build on this module's types, so they are imported here, when needed.
-    from sources.fetchers.https import HttpsFetcher
-    from sources.fetchers.local import LocalFetcher
-
-    if kind == "local":
-        return LocalFetcher(identity, policy=policy)
-    return HttpsFetcher(identity, policy=policy, credential=credential or Credential())

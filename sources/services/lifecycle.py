@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Team
+from memoryadmin.queue import enqueue_now
 from sources.credentials import CredentialInvalid, credential_clean, credential_encrypt
 from sources.fetchers import OUTSIDE_ROOTS, Credential, LocationError, local_resolve
 from sources.fetchers.read import normalize_location
@@ -27,7 +28,7 @@ from sources.models import (
     SourceState,
 )
 from sources.signals import announce
-from sources.tasks import source_refresh as source_refresh_task
+from sources.task_names import SOURCE_REFRESH
 
 # ----------------------------------------------------------------------------- local folders
 
@@ -273,7 +274,7 @@ def source_refresh_request(*, actor: Actor, source: Source, trigger: str = "manu
         from kombu.exceptions import OperationalError
 
         try:
-            source_refresh_task.delay(source_id, run_id)
+            enqueue_now(SOURCE_REFRESH, source_id, run_id)
         except OperationalError as exc:  # broker down: say so on the run instead of a 500
             RefreshRun.objects.filter(pk=run_id).update(
                 status=RunStatus.FAILED,

@@ -17,6 +17,7 @@ from memoryadmin.bulk import bulk_insert
 from memoryadmin.locks import named_lock
 from sources import fetchers
 from sources.credentials import scrub, source_credential
+from sources.fetchers.factory import make_fetcher
 from sources.fetchers.local import LocalFetcher
 from sources.fetchers.read import ReadResult, read_source
 from sources.models import (
@@ -45,7 +46,7 @@ logger = logging.getLogger(__name__)
 
 def source_read_preview(source: Source, *, now: datetime | None = None) -> ReadResult:
     """Read a source without storing anything (used by the preview CLI and tests)."""
-    fetcher = fetchers.make_fetcher(
+    fetcher = make_fetcher(
         source.kind,
         source.identity,
         policy=fetchers.policy_from_settings(),
@@ -126,7 +127,7 @@ def _refresh(*, source_id: int, run_id: int | None, trigger: str) -> RefreshRun:
     try:
         snapshot, rows, validators = previous_state(source)
         credential = source_credential(source)
-        fetcher = fetchers.make_fetcher(
+        fetcher = make_fetcher(
             source.kind,
             source.identity,
             policy=fetchers.policy_from_settings(),

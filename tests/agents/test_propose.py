@@ -65,3 +65,15 @@ def test_it_refuses_the_same_proposal_twice(
     assert first.status_code == 202, first.content
     second = client.post("/api/memories/", _body(), format="json")
     assert second.status_code == 409 and second.json()["error"]["code"] == "already-proposed"
+
+
+def test_it_takes_a_proposal_at_the_review_queue_url_too(world, team, token_client):
+    client = token_client(team, PROPOSE)
+    response = client.post("/api/reviews/proposals/", _body(), format="json")
+    assert response.status_code == 202, response.content
+    assert response.json()["status"] in ("proposed", "active")
+    assert ImportProposal.objects.count() == 1
+    refused = token_client(team, ["reviews:read"]).post(
+        "/api/reviews/proposals/", _body(title="Another"), format="json"
+    )
+    assert refused.status_code == 403

@@ -14,11 +14,12 @@ from django.utils import timezone
 from memoryadmin import crypto
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Team
+from memoryadmin.queue import enqueue_on_commit
 from webhooks import events as ev
 from webhooks import netguard, signing
 from webhooks.emit import _payload
 from webhooks.models import WebhookDelivery, WebhookEndpoint
-from webhooks.tasks import delivery_attempt as delivery_attempt_task
+from webhooks.task_names import DELIVERY_ATTEMPT
 
 
 def _url_clean(url: str) -> str:
@@ -176,5 +177,5 @@ def endpoint_ping(*, actor: Actor, endpoint: WebhookEndpoint) -> WebhookDelivery
         summary=f"Sent a test event to {endpoint.url}",
         data={"url": endpoint.url, "delivery": str(delivery.uid)},
     )
-    delivery_attempt_task.delay_on_commit(delivery.pk)
+    enqueue_on_commit(DELIVERY_ATTEMPT, delivery.pk)
     return delivery

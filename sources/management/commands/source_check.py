@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
 from sources import fetchers
+from sources.fetchers.factory import make_fetcher
 from sources.fetchers.read import normalize_location, read_source
 
 
@@ -30,7 +31,7 @@ def check(location: str, credential: fetchers.Credential | None = None) -> dict[
         report["error"] = {"code": "bad-location", "message": str(exc)}
         return report
     report["source"] = identity
-    fetcher = fetchers.make_fetcher(
+    fetcher = make_fetcher(
         kind, identity, policy=fetchers.policy_from_settings(), credential=credential
     )
     try:

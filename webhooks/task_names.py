@@ -1,0 +1,3 @@
+"""The registered names of webhooks' queued tasks (services queue by name: memoryadmin.queue)."""
+
+DELIVERY_ATTEMPT = "webhooks.tasks.deliver"
