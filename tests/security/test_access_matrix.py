@@ -135,6 +135,16 @@ APIS = [
     Api("api-source-credential", "DELETE", Scope.SOURCES_MANAGE, ok=204, pk="source"),
     Api("api-source-latest-run", "GET", Scope.SOURCES_READ, pk="source"),
     Api("api-context", "GET", Scope.CONTEXT_READ),
+    Api("api-search", "GET", Scope.CONTEXT_READ, ok=400),  # no ?q=: query-required
+    Api("api-precheck", "POST", Scope.CONTEXT_READ, body={"plan": "change the deploy"}),
+    Api("api-memory", "GET", Scope.CONTEXT_READ, ok=404),  # a proposal is never served
+    Api(
+        "api-memory-propose",
+        "POST",
+        Scope.REVIEWS_PROPOSE,
+        ok=202,
+        body={"repository": "repo-alpha", "type": "gotcha", "title": "Matrix proposal"},
+    ),
     Api("api-repository-list", "GET", Scope.REVIEWS_READ),
     Api("api-repository-detail", "GET", Scope.REVIEWS_READ, pk="repository"),
     Api("api-proposal-list", "GET", Scope.REVIEWS_READ),
@@ -172,6 +182,7 @@ SCOPE_LEVEL = {
     Scope.SOURCES_MANAGE: MANAGE,
     Scope.REVIEWS_READ: VIEW,
     Scope.REVIEWS_WRITE: REVIEW,
+    Scope.REVIEWS_PROPOSE: VIEW,
 }
 
 
@@ -187,7 +198,9 @@ def _walk(patterns: list[Any], prefix: str = "") -> Iterator[tuple[str, str | No
 
 
 def test_it_covers_every_url_pattern():
-    covered = {p.name for p in PAGES} | {a.name for a in APIS} | {"admin:*"}
+    # /mcp speaks JSON-RPC with bearer tokens only: every scope, a bad, a revoked and another
+    # team's token are driven through the real MCP client in tests/agents/test_mcp.py.
+    covered = {p.name for p in PAGES} | {a.name for a in APIS} | {"admin:*", "mcp"}
     found = list(_walk(get_resolver().url_patterns))
     missing = [(route, name) for route, name in found if name not in covered]
     assert not missing, f"URL patterns with no row in the access tables: {missing}"

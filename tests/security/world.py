@@ -59,6 +59,7 @@ class TeamObjects:
             "decision_pk": self.decision.pk,
             "pk": None,  # per API view, see api_pk()
             "key": self.proposal.memory_id,
+            "ref": self.proposal.memory_id,
         }
 
 
