@@ -45,7 +45,8 @@ def test_it_lets_other_apps_import_only_the_event_api_and_the_outbound_guards():
 def test_it_keeps_the_tasks_module_free_of_its_app_at_import_time():
     tree = ast.parse(Path(tasks.__file__).read_text())
     top_level = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
-    assert _webhooks_imports(ast.Module(body=top_level, type_ignores=[])) == set()
+    # Only the task names (webhooks.task_names imports nothing); services queue by those names.
+    assert _webhooks_imports(ast.Module(body=top_level, type_ignores=[])) <= {"webhooks.task_names"}
 
 
 def test_it_keeps_the_registered_task_names_and_their_queue():
