@@ -18,11 +18,11 @@ def test_it_sends_after_commit_and_never_after_a_rollback(django_capture_on_comm
     with django_capture_on_commit_callbacks(execute=False) as callbacks, transaction.atomic():
         ping.delay_on_commit("kept")
     assert len(callbacks) == 1
-    with django_capture_on_commit_callbacks(execute=False) as rolled_back:
-        try:
-            with transaction.atomic():
-                ping.delay_on_commit("dropped")
-                raise RuntimeError("roll back")
-        except RuntimeError:
-            pass
+    with (
+        django_capture_on_commit_callbacks(execute=False) as rolled_back,
+        pytest.raises(RuntimeError),
+        transaction.atomic(),
+    ):
+        ping.delay_on_commit("dropped")
+        raise RuntimeError("roll back")
     assert rolled_back == []
