@@ -31,7 +31,7 @@ from bundles.agents.errors import AgentError
 from bundles.agents.memories import get_memory
 from bundles.agents.precheck import precheck
 from bundles.agents.proposals import propose_memory
-from bundles.agents.readmodel import agent_read_record
+from bundles.agents.readmodel import agent_read_record, result_refs
 from bundles.agents.search import search_memory
 from memoryadmin.audit import Actor
 from memoryadmin.authentication import BearerTokenAuthentication
@@ -159,7 +159,6 @@ def run_tool(caller: Caller, name: str, arguments: dict[str, Any]) -> dict[str, 
             limit=arguments.get("limit"),
             include_flagged=arguments.get("include_flagged") is True,
         )
-        refs = [r["ref"] for r in result["results"]]
         data = {"query_chars": len(result["query"])}
     elif name == "precheck":
         result = precheck(
@@ -168,18 +167,23 @@ def run_tool(caller: Caller, name: str, arguments: dict[str, Any]) -> dict[str, 
             paths=arguments.get("paths"),
             repository=arguments.get("repository"),
         )
-        refs = [m["provenance"]["ref"] for m in result["memories"]]
         data = {"paths": len(arguments.get("paths") or [])}
     elif name == "get_memory":
         result = get_memory(
             team=team, ref=arguments.get("ref"), repository=arguments.get("repository")
         )
-        refs, data = [result["memory"]["ref"]], {}
+        data = {}
     else:
         fields = ("repository", "type", "title", "body", "links", "tags", "supersedes")
         return propose_memory(actor=actor, team=team, **{key: arguments.get(key) for key in fields})
+    operation = name.split("_")[0]
     agent_read_record(
-        actor=actor, team=team, operation=name.split("_")[0], refs=refs, via="mcp", data=data
+        actor=actor,
+        team=team,
+        operation=operation,
+        refs=result_refs(operation, result),
+        via="mcp",
+        data=data,
     )
     return result
 

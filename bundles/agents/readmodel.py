@@ -192,6 +192,15 @@ def chunk_result(chunk: Chunk, origins: list[ChunkOrigin]) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- read log
 
 
+def result_refs(operation: str, result: dict[str, Any]) -> list[str]:
+    """The refs an agent operation returned (search, precheck, get), for its read log."""
+    if operation == "search":
+        return [r["ref"] for r in result["results"]]
+    if operation == "precheck":
+        return [m["provenance"]["ref"] for m in result["memories"]]
+    return [result["memory"]["ref"]]
+
+
 @transaction.atomic
 def agent_read_record(
     *,

@@ -19,7 +19,7 @@ from bundles.agents.errors import AgentError
 from bundles.agents.memories import get_memory
 from bundles.agents.precheck import precheck
 from bundles.agents.proposals import propose_memory
-from bundles.agents.readmodel import agent_read_record
+from bundles.agents.readmodel import agent_read_record, result_refs
 from bundles.agents.search import search_memory
 from memoryadmin.api import HasScope, request_team
 from memoryadmin.api_errors import AUTH_ERRORS, ApiError, error_responses
@@ -111,7 +111,7 @@ class SearchView(APIView):
             actor=Actor.from_request(request),
             team=team,
             operation="search",
-            refs=[r["ref"] for r in result["results"]],
+            refs=result_refs("search", result),
             via="rest",
             data={"query_chars": len(result["query"])},
         )
@@ -164,7 +164,7 @@ class PrecheckView(APIView):
             actor=Actor.from_request(request),
             team=team,
             operation="precheck",
-            refs=[m["provenance"]["ref"] for m in result["memories"]],
+            refs=result_refs("precheck", result),
             via="rest",
             data={"plan_chars": len(body.get("plan") or ""), "paths": len(body.get("paths") or [])},
         )
@@ -204,7 +204,7 @@ class MemoryView(APIView):
             actor=Actor.from_request(request),
             team=team,
             operation="get",
-            refs=[result["memory"]["ref"]],
+            refs=result_refs("get", result),
             via="rest",
         )
         return Response(result)
