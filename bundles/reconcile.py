@@ -19,12 +19,11 @@ from bundles.mirrored import PROVENANCE_KEY, Mirrored, MirrorResult
 from bundles.models import Chunk, ChunkOrigin
 from formats import memoryai as protocol
 from memoryadmin.audit import Actor, audit_record
+from memoryadmin.batching import LOOKUP_BATCH, for_batches
 from memoryadmin.bulk import bulk_insert
 from memoryadmin.models import Team
 
 logger = logging.getLogger(__name__)
-
-LOOKUP_BATCH = 500
 
 
 _CHUNK_FIELDS = (
@@ -44,12 +43,10 @@ _CHUNK_FIELDS = (
 def _chunks_by_hash(team: Team, hashes: Iterable[str]) -> dict[str, Chunk]:
     hashes = list(hashes)
     found: dict[str, Chunk] = {}
-    for start in range(0, len(hashes), LOOKUP_BATCH):
+    for batch in for_batches(hashes):
         # order_by(): keep SQLite on the (team, content_hash) unique index.
         for chunk in (
-            Chunk.objects.filter(team=team, content_hash__in=hashes[start : start + LOOKUP_BATCH])
-            .order_by()
-            .only(*_CHUNK_FIELDS)
+            Chunk.objects.filter(team=team, content_hash__in=batch).order_by().only(*_CHUNK_FIELDS)
         ):
             found[chunk.content_hash] = chunk
     return found
@@ -59,9 +56,9 @@ def _other_active_refs(group: str, chunk_ids: Iterable[int]) -> dict[int, str]:
     """chunk id -> the smallest active ref of another group (the owner, if smaller than ours)."""
     ids = list(chunk_ids)
     owners: dict[int, str] = {}
-    for start in range(0, len(ids), LOOKUP_BATCH):
+    for batch in for_batches(ids):
         rows = (
-            ChunkOrigin.objects.filter(chunk_id__in=ids[start : start + LOOKUP_BATCH], active=True)
+            ChunkOrigin.objects.filter(chunk_id__in=batch, active=True)
             .exclude(group=group)
             .values_list("chunk_id", "ref")
         )
@@ -290,8 +287,8 @@ def _apply(plan: _Plan, now: datetime, result: MirrorResult) -> None:
     bump = plan.bump - created_ids
     if bump:
         ids = sorted(bump)
-        for start in range(0, len(ids), LOOKUP_BATCH):
-            Chunk.objects.filter(pk__in=ids[start : start + LOOKUP_BATCH]).update(updated_at=now)
+        for batch in for_batches(ids):
+            Chunk.objects.filter(pk__in=batch).update(updated_at=now)
 
 
 def _refresh_chunk(
@@ -344,25 +341,19 @@ def _mark_withdrawn(*, left: set[int], back: set[int], now: datetime) -> None:
     """Keep `Chunk.withdrawn_at` true: set when a mirror-only chunk loses its last active
     origin, cleared when one comes back (bundles.services.prune deletes after retention)."""
     ids = sorted(back)
-    for start in range(0, len(ids), LOOKUP_BATCH):
-        Chunk.objects.filter(
-            pk__in=ids[start : start + LOOKUP_BATCH], withdrawn_at__isnull=False
-        ).update(withdrawn_at=None)
+    for batch in for_batches(ids):
+        Chunk.objects.filter(pk__in=batch, withdrawn_at__isnull=False).update(withdrawn_at=None)
     ids = sorted(left)
-    for start in range(0, len(ids), LOOKUP_BATCH):
-        Chunk.objects.filter(
-            pk__in=ids[start : start + LOOKUP_BATCH], standalone=False, withdrawn_at__isnull=True
-        ).exclude(Exists(ChunkOrigin.objects.filter(chunk_id=OuterRef("pk"), active=True))).update(
-            withdrawn_at=now
-        )
+    for batch in for_batches(ids):
+        Chunk.objects.filter(pk__in=batch, standalone=False, withdrawn_at__isnull=True).exclude(
+            Exists(ChunkOrigin.objects.filter(chunk_id=OuterRef("pk"), active=True))
+        ).update(withdrawn_at=now)
 
 
 def _drop_provenance(left: dict[int, str], *, keep: set[int], now: datetime) -> None:
     ids = [pk for pk in left if pk not in keep]
-    for start in range(0, len(ids), LOOKUP_BATCH):
-        for chunk in Chunk.objects.filter(
-            pk__in=ids[start : start + LOOKUP_BATCH], standalone=True
-        ).only("id", "metadata"):
+    for batch in for_batches(ids):
+        for chunk in Chunk.objects.filter(pk__in=batch, standalone=True).only("id", "metadata"):
             mine = chunk.metadata.get(PROVENANCE_KEY)
             if isinstance(mine, dict) and mine.get("ref") == left[chunk.pk]:
                 chunk.metadata = {k: v for k, v in chunk.metadata.items() if k != PROVENANCE_KEY}

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from formats import memoryrail
 from formats.memoryai import MAX_TAGS
+from memoryadmin.batching import for_batches
 from memoryadmin.models import Team
 from reviews.models import (
     TWO_APPROVAL_TYPES,
@@ -239,8 +240,6 @@ def dashboard_summary(team: Team) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- provenance
 
-LOOKUP_BATCH = 500
-
 
 def memory_provenance(repository: Repository, memories: Iterable[Memory]) -> dict[str, Any]:
     """memory id -> {commit, approved_by, approval}: the latest pushed approval, else the
@@ -248,13 +247,13 @@ def memory_provenance(repository: Repository, memories: Iterable[Memory]) -> dic
     memories = list(memories)
     approvals: dict[str, tuple[str, str]] = {}
     keys = [m.memory_id for m in memories]
-    for start in range(0, len(keys), LOOKUP_BATCH):
+    for batch in for_batches(keys):
         rows = (
             DecisionItem.objects.filter(
                 decision__repository=repository,
                 decision__kind=DecisionKind.APPROVE,
                 decision__state=PushState.PUSHED,
-                memory_key__in=keys[start : start + LOOKUP_BATCH],
+                memory_key__in=batch,
             )
             .order_by("decision_id")
             .values_list("memory_key", "decision__actor_label", "decision__commit_sha")

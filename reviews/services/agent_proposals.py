@@ -25,6 +25,7 @@ from formats.crosswalk import (
     split_content,
 )
 from formats.memoryai import content_hash
+from memoryadmin.batching import for_batches
 from reviews.git import MAX_REJECTED_PUSHES, GitError, WorkingCopy
 from reviews.identity import bot_identity
 from reviews.models import DecisionItem, DecisionKind, Memory, PushState, Repository
@@ -32,7 +33,6 @@ from reviews.services.index import index_read, index_store
 from reviews.services.repositories import working_copy
 
 TRAILER = "Memoryadmin-Proposal"
-LOOKUP_BATCH = 500
 
 
 @dataclass(frozen=True)
@@ -96,8 +96,8 @@ def decided_texts(repository: Repository, hashes: Iterable[str]) -> dict[str, De
     reviewed file's text or on the imported chunk's own hash)."""
     wanted = sorted(set(hashes))
     found: dict[str, Decided] = {}
-    for start in range(0, len(wanted), LOOKUP_BATCH):
-        part = set(wanted[start : start + LOOKUP_BATCH])
+    for batch in for_batches(wanted):
+        part = set(batch)
         rows = (
             DecisionItem.objects.filter(
                 decision__repository=repository, decision__state=PushState.PUSHED
