@@ -68,6 +68,13 @@ def source_chunk_count(source: Source) -> int:
     ).count()
 
 
+def repository_chunk_count(repository: Any) -> int:
+    """Chunks the repository backs now (what deleting it withdraws from the brain)."""
+    return ChunkOrigin.objects.filter(
+        team_id=repository.team_id, group=f"repository:{repository.pk}", active=True
+    ).count()
+
+
 BUNDLE_ACTIONS = (
     "bundle.import",
     "bundle.import_failed",

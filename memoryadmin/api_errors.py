@@ -149,6 +149,12 @@ def domain_error_response(exc: Exception, fields: dict[str, str] | None = None) 
     return error_response(status_code, code, " ".join(exc.messages), _details(exc, fields or {}))
 
 
+def _allowed_methods(view: Any) -> list[str]:
+    """What a caller may send instead (the `Allow` header, without HEAD and OPTIONS)."""
+    methods = getattr(view, "allowed_methods", None) or []
+    return [m for m in methods if m not in ("HEAD", "OPTIONS")] or ["OPTIONS"]
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ApiError):
         return error_response(exc.status_code, exc.error_code, str(exc.detail), exc.details)
@@ -183,6 +189,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         message = "The request is invalid."
         details: Any = exc.detail
         status_code = status.HTTP_400_BAD_REQUEST
+    elif isinstance(exc, exceptions.MethodNotAllowed):
+        allowed = _allowed_methods(context.get("view"))
+        method = getattr(context.get("request"), "method", "")
+        message = f"{method} is not allowed here; use {' or '.join(allowed)}."
+        details = {"allowed": allowed}
     else:
         message = str(exc.detail)
         details = None

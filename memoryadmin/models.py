@@ -50,10 +50,12 @@ class Scope(models.TextChoices):
     BUNDLES_IMPORT = "bundles:import", "Import bundles"
     CONTEXT_READ = "context:read", "Read agent context"
     SOURCES_READ = "sources:read", "Read sources"
-    SOURCES_MANAGE = "sources:manage", "Change sources' credentials and delete sources"
+    SOURCES_MANAGE = "sources:manage", "Add, change, approve, disable and delete sources"
     REVIEWS_READ = "reviews:read", "Read reviews"
     REVIEWS_WRITE = "reviews:write", "Approve and reject proposals"
     REVIEWS_PROPOSE = "reviews:propose", "Propose memories to team repositories (agents)"
+    REVIEWS_MANAGE = "reviews:manage", "Add, change, sync, disable and delete review repositories"
+    TEAM_MANAGE = "team:manage", "Manage members, tokens and webhooks"
 
 
 def token_hash(secret: str) -> str:

@@ -40,6 +40,8 @@ SCOPE_ACTIONS: dict[str, Action] = {
     Scope.REVIEWS_READ: Action.VIEW,
     Scope.REVIEWS_WRITE: Action.REVIEW,
     Scope.REVIEWS_PROPOSE: Action.VIEW,  # a proposal waits for review (bundles.agents.proposals)
+    Scope.REVIEWS_MANAGE: Action.MANAGE,
+    Scope.TEAM_MANAGE: Action.MANAGE,
 }
 
 

@@ -13,6 +13,26 @@ urlpatterns = [
         repositories.RepositoryDetail.as_view(),
         name="api-repository-detail",
     ),
+    path(
+        "reviews/repositories/test/",
+        repositories.RepositoryTest.as_view(),
+        name="api-repository-test",
+    ),
+    path(
+        "reviews/repositories/<int:pk>/sync/",
+        repositories.RepositorySync.as_view(),
+        name="api-repository-sync",
+    ),
+    path(
+        "reviews/repositories/<int:pk>/disable/",
+        repositories.RepositoryEnabled.as_view(enabled=False),
+        name="api-repository-disable",
+    ),
+    path(
+        "reviews/repositories/<int:pk>/enable/",
+        repositories.RepositoryEnabled.as_view(enabled=True),
+        name="api-repository-enable",
+    ),
     path("reviews/proposals/", proposals.ProposalList.as_view(), name="api-proposal-list"),
     path(
         "reviews/proposals/<str:key>/",

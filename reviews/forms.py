@@ -34,6 +34,19 @@ class RepositoryForm(forms.Form):
     push_enabled = forms.BooleanField(required=False, initial=True, label="Push decisions")
 
 
+class RepositoryEditForm(RepositoryForm):
+    """The same fields; a blank secret keeps the stored one while the credential kind stays."""
+
+    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.fields[
+            "credential_secret"
+        ].help_text = "Leave empty to keep the stored one. Stored encrypted and never shown again."
+        self.fields[
+            "ssh_known_hosts"
+        ].help_text = "Leave empty to keep the stored lines. Host keys are checked strictly."
+
+
 class DecisionForm(forms.Form):
     comment = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
     override_reason = forms.CharField(

@@ -35,6 +35,8 @@ class Repository(models.Model):
     credential_encrypted = models.TextField(blank=True)  # memoryadmin.crypto
     ssh_known_hosts = models.TextField(blank=True)
     push_enabled = models.BooleanField(default=True)
+    # A disabled repository is neither synced nor pushed, and raises no sync banner.
+    enabled = models.BooleanField(default=True)
     review_mode = models.CharField(max_length=16, blank=True)  # from config.json at last sync
     last_sync_at = models.DateTimeField(null=True, blank=True)
     last_sync_ok = models.BooleanField(null=True)

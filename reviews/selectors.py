@@ -288,7 +288,9 @@ def memory_tags(memory: Memory) -> list[str]:
 
 def repositories_due(now: datetime) -> list[int]:
     """Primary keys of the repositories whose sync interval has passed (or never synced)."""
-    rows = Repository.objects.values_list("pk", "last_sync_at", "sync_interval_minutes")
+    rows = Repository.objects.filter(enabled=True).values_list(
+        "pk", "last_sync_at", "sync_interval_minutes"
+    )
     return [
         pk
         for pk, last_sync_at, minutes in rows.iterator()

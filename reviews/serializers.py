@@ -4,7 +4,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from formats.memoryrail.secrets import secrets_masked
-from reviews.models import Approval, Decision, Memory, Repository
+from reviews.models import Approval, CredentialKind, Decision, Memory, Repository
 from reviews.services.content import masked_title, memory_text, problems_masked, stale_masked
 
 
@@ -21,6 +21,9 @@ class RepositorySerializer(serializers.ModelSerializer):
         read_only=True,
         help_text='Reviewer routing: [{"pattern": "src/db/", "reviewers": ["rita"]}, ...].',
     )
+    credential_set = serializers.BooleanField(
+        source="has_credential", read_only=True, help_text="Whether a secret is stored (never it)."
+    )
 
     class Meta:
         model = Repository
@@ -30,7 +33,9 @@ class RepositorySerializer(serializers.ModelSerializer):
             "remote_url",
             "branch",
             "credential_kind",
+            "credential_set",
             "push_enabled",
+            "enabled",
             "review_mode",
             "last_sync_at",
             "last_sync_ok",
@@ -49,6 +54,30 @@ class RepositorySerializer(serializers.ModelSerializer):
         data["problems"] = problems_masked(data.get("problems") or [])
         data["last_error"] = secrets_masked(data.get("last_error") or "")
         return data
+
+
+class RepositoryInputSerializer(serializers.Serializer):
+    """A repository's settings. The secret is write-only: on PATCH, leave it out to keep the
+    stored one (kind `none` clears it)."""
+
+    name = serializers.CharField(max_length=100)
+    remote_url = serializers.CharField(max_length=500)
+    branch = serializers.CharField(max_length=200, default="main")
+    credential_kind = serializers.ChoiceField(choices=CredentialKind.choices, default="none")
+    credential_username = serializers.CharField(
+        max_length=200, required=False, allow_blank=True, default=""
+    )
+    credential_secret = serializers.CharField(
+        required=False, allow_blank=True, write_only=True, trim_whitespace=False, default=""
+    )
+    ssh_known_hosts = serializers.CharField(
+        required=False, allow_blank=True, write_only=True, default=""
+    )
+    push_enabled = serializers.BooleanField(default=True)
+
+
+class RepositoryTestSerializer(serializers.Serializer):
+    head = serializers.CharField(help_text="The branch's head commit on the remote.")
 
 
 class ProposalListSerializer(serializers.ModelSerializer):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from reviews.views import proposals, queue, repositories, settings
+from reviews.views import proposals, queue, repositories, repository_admin, settings
 
 urlpatterns = [
     path("", queue.review_queue, name="review-queue"),
@@ -36,6 +36,26 @@ urlpatterns = [
         "repositories/<int:repository_pk>/",
         repositories.repository_detail,
         name="repository-detail",
+    ),
+    path(
+        "repositories/<int:repository_pk>/edit/",
+        repository_admin.repository_edit,
+        name="repository-edit",
+    ),
+    path(
+        "repositories/<int:repository_pk>/disable/",
+        repository_admin.repository_disable,
+        name="repository-disable",
+    ),
+    path(
+        "repositories/<int:repository_pk>/enable/",
+        repository_admin.repository_enable,
+        name="repository-enable",
+    ),
+    path(
+        "repositories/<int:repository_pk>/delete/",
+        repository_admin.repository_delete,
+        name="repository-delete",
     ),
     path(
         "repositories/<int:repository_pk>/sync/",

@@ -27,6 +27,10 @@ class WebhookEndpoint(models.Model):
     # Fernet ciphertext (memoryadmin.crypto); the clear secret is shown once, at creation/rotation.
     secret_encrypted = models.TextField(editable=False)
     secret_rotated_at = models.DateTimeField(default=timezone.now)
+    # The secret before the last rotation, still signing deliveries (a second header) until
+    # `previous_secret_expires_at`, so a receiver can switch without dropping any.
+    previous_secret_encrypted = models.TextField(blank=True, default="", editable=False)
+    previous_secret_expires_at = models.DateTimeField(null=True, blank=True)
     is_active = models.BooleanField(default=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -1,42 +1,189 @@
-"""The team's review repositories, read only."""
+"""The team's review repositories: read, add, change, test, sync, disable, enable, delete."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import generics
+from typing import Any
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_view
+from rest_framework import generics, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from memoryadmin.api import HasScope, request_team
 from memoryadmin.api_errors import AUTH_ERRORS, error_responses
-from reviews.api.schemas import READ
+from memoryadmin.audit import Actor
+from memoryadmin.models import Scope
 from reviews.models import Repository
-from reviews.serializers import RepositorySerializer
+from reviews.serializers import (
+    RepositoryInputSerializer,
+    RepositorySerializer,
+    RepositoryTestSerializer,
+)
+from reviews.services import repository_admin as admin
+from reviews.services.repositories import repository_create, repository_sync_request
+
+MANAGE = Scope.REVIEWS_MANAGE
+ADD_EXAMPLE = OpenApiExample(
+    "HTTPS with a token",
+    value={
+        "name": "team-memory",
+        "remote_url": "https://git.example.org/team/memory.git",
+        "branch": "main",
+        "credential_kind": "https-token",
+        "credential_secret": "glpat-…",
+        "push_enabled": True,
+    },
+    request_only=True,
+)
+
+
+def _repository(request: Request, pk: int) -> Repository:
+    return get_object_or_404(Repository, pk=pk, team=request_team(request))
+
+
+def _input(request: Request, *, partial_of: Repository | None = None) -> dict[str, Any]:
+    body = RepositoryInputSerializer(data=request.data, partial=partial_of is not None)
+    body.is_valid(raise_exception=True)
+    data = dict(body.validated_data)
+    if partial_of is not None:  # PATCH: what is not given stays (the secret included)
+        for name in ("name", "remote_url", "branch", "credential_kind", "credential_username"):
+            data.setdefault(name, getattr(partial_of, name))
+        data.setdefault("push_enabled", partial_of.push_enabled)
+        data.setdefault("credential_secret", "")
+        data.setdefault("ssh_known_hosts", "")
+    return data
 
 
 @extend_schema_view(
     get=extend_schema(
         summary="List the team's review repositories",
         responses={200: RepositorySerializer(many=True), **error_responses(*AUTH_ERRORS)},
-    )
+    ),
+    post=extend_schema(
+        summary="Add a repository",
+        description="The remote passes the address guard (HTTPS or SSH on a public address; "
+        "`file://` only when local remotes are allowed); its first sync is queued. The secret "
+        "is stored encrypted and never returned.",
+        request=RepositoryInputSerializer,
+        responses={201: RepositorySerializer, **error_responses(400, *AUTH_ERRORS)},
+        examples=[ADD_EXAMPLE],
+    ),
 )
 class RepositoryList(generics.ListAPIView):
     permission_classes = [HasScope]
-    required_scopes = READ
+    required_scopes = {"GET": Scope.REVIEWS_READ, "POST": MANAGE}
     serializer_class = RepositorySerializer
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         return Repository.objects.filter(team=request_team(self.request)).order_by("id")
+
+    def post(self, request: Request) -> Response:
+        repository = repository_create(
+            actor=Actor.from_request(request), team=request_team(request), **_input(request)
+        )
+        return Response(RepositorySerializer(repository).data, status=status.HTTP_201_CREATED)
 
 
 @extend_schema_view(
     get=extend_schema(
         summary="A review repository",
         responses={200: RepositorySerializer, **error_responses(*AUTH_ERRORS, 404)},
-    )
+    ),
+    patch=extend_schema(
+        summary="Change a repository",
+        description="Any of the settings; what is left out stays. Leave out "
+        "`credential_secret` to keep the stored secret; `credential_kind: none` clears it. A "
+        "new remote or branch queues a sync from scratch.",
+        request=RepositoryInputSerializer,
+        responses={200: RepositorySerializer, **error_responses(400, *AUTH_ERRORS, 404)},
+    ),
+    delete=extend_schema(
+        summary="Delete a repository",
+        description="Removes its index, open proposals, decision history and working copy, and "
+        "withdraws what it served from the brain (chunks nothing else holds). The remote is "
+        "not touched; the audit log keeps a `repository.delete` event.",
+        responses={204: None, **error_responses(*AUTH_ERRORS, 404)},
+    ),
 )
 class RepositoryDetail(generics.RetrieveAPIView):
     permission_classes = [HasScope]
-    required_scopes = READ
+    required_scopes = {"GET": Scope.REVIEWS_READ, "PATCH": MANAGE, "DELETE": MANAGE}
     serializer_class = RepositorySerializer
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         return Repository.objects.filter(team=request_team(self.request))
+
+    def patch(self, request: Request, pk: int) -> Response:
+        repository = _repository(request, pk)
+        repository = admin.repository_update(
+            actor=Actor.from_request(request),
+            repository=repository,
+            **_input(request, partial_of=repository),
+        )
+        return Response(RepositorySerializer(repository).data)
+
+    def delete(self, request: Request, pk: int) -> Response:
+        admin.repository_delete(
+            actor=Actor.from_request(request), repository=_repository(request, pk)
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class RepositorySync(APIView):
+    permission_classes = [HasScope]
+    required_scopes = {"POST": MANAGE}
+
+    @extend_schema(
+        summary="Queue a sync of a repository",
+        description="Poll the repository's `sync_state` for progress. A disabled repository "
+        "answers 409 `repository-disabled`.",
+        request=None,
+        responses={202: RepositorySerializer, **error_responses(*AUTH_ERRORS, 404, 409)},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        repository = _repository(request, pk)
+        repository_sync_request(actor=Actor.from_request(request), repository=repository)
+        repository.refresh_from_db()
+        return Response(RepositorySerializer(repository).data, status=status.HTTP_202_ACCEPTED)
+
+
+class RepositoryEnabled(APIView):
+    """POST disables or enables (the URL's `enabled` says which)."""
+
+    permission_classes = [HasScope]
+    required_scopes = {"POST": MANAGE}
+    enabled = False
+
+    @extend_schema(
+        summary="Disable or enable a repository",
+        description="A disabled repository is neither synced nor pushed and shows no sync "
+        "failure; it keeps its index and what it serves in the brain. Enabling queues a sync.",
+        request=None,
+        responses={200: RepositorySerializer, **error_responses(*AUTH_ERRORS, 404)},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        repository = admin.repository_set_enabled(
+            actor=Actor.from_request(request),
+            repository=_repository(request, pk),
+            enabled=self.enabled,
+        )
+        return Response(RepositorySerializer(repository).data)
+
+
+class RepositoryTest(APIView):
+    permission_classes = [HasScope]
+    required_scopes = {"POST": MANAGE}
+
+    @extend_schema(
+        summary="Test a remote before adding a repository",
+        description="Runs `git ls-remote` of the branch through the address guard with the "
+        "credential given, and saves nothing. 400 `remote-test-failed` says why it failed.",
+        request=RepositoryInputSerializer,
+        responses={200: RepositoryTestSerializer, **error_responses(400, *AUTH_ERRORS)},
+    )
+    def post(self, request: Request) -> Response:
+        data = _input(request)
+        data.pop("name"), data.pop("push_enabled")
+        return Response({"head": admin.repository_test(**data)})

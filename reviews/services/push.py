@@ -169,7 +169,7 @@ def repository_push_pending(*, repository_id: int, wait: float = 120.0) -> int:
     if not Decision.objects.filter(repository_id=repository_id, state=PushState.PENDING).exists():
         return 0
     repository = Repository.objects.get(pk=repository_id)
-    if not repository.push_enabled:
+    if not (repository.push_enabled and repository.enabled):
         return 0
     copy = working_copy(repository)
     done = 0

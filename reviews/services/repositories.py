@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from memoryadmin import crypto
 from memoryadmin.audit import Actor, audit_record
+from memoryadmin.errors import Conflict
 from memoryadmin.locks import LockBusy
 from memoryadmin.models import Team
 from memoryadmin.queue import enqueue_on_commit
@@ -27,6 +28,11 @@ from reviews.models import (
 from reviews.services.index import index_read, index_store
 from reviews.task_names import REPOSITORY_PUSH_PENDING, REPOSITORY_SYNC
 
+
+class RepositoryDisabled(Conflict):
+    code = "repository-disabled"
+
+
 _BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/\-]+(?<!\.lock)(?<![/.])$")
 
 
@@ -37,6 +43,37 @@ def remote_policy() -> RemotePolicy:
         allow_private=settings.SOURCE_ALLOW_PRIVATE_ADDRESSES,
         timeout=float(settings.GIT_TIMEOUT),
     )
+
+
+def _name_clean(*, team: Team, name: str, exclude: int | None = None) -> str:
+    name = name.strip()
+    if not name:
+        raise ValidationError({"name": "Give the repository a name."})
+    if Repository.objects.filter(team=team, name=name).exclude(pk=exclude).exists():
+        raise ValidationError({"name": f"A repository named '{name}' already exists."})
+    return name
+
+
+def _target_clean(*, remote_url: str, branch: str, allow_local: bool | None = None) -> None:
+    """The remote passes the one address guard (webhooks.netguard) and the branch is a name."""
+    local = settings.REPOSITORY_ALLOW_LOCAL_REMOTES if allow_local is None else allow_local
+    validate_remote_url(
+        remote_url, allow_local=local, allow_private=settings.SOURCE_ALLOW_PRIVATE_ADDRESSES
+    )
+    if not _BRANCH.match(branch):
+        raise ValidationError({"branch": "Enter a valid branch name."})
+
+
+def _credential_clean(*, kind: str, secret: str, known_hosts: str, stored: bool) -> None:
+    """`stored`: a secret of this kind is kept already (an edit may leave it blank)."""
+    if kind not in CredentialKind.values:
+        raise ValidationError({"credential_kind": "Unknown credential kind."})
+    if kind != CredentialKind.NONE and not secret and not stored:
+        raise ValidationError({"credential_secret": "Enter the token or the private key."})
+    if kind == CredentialKind.SSH_KEY and not known_hosts.strip():
+        raise ValidationError(
+            {"ssh_known_hosts": "SSH needs the server's known_hosts lines (strict host checking)."}
+        )
 
 
 @transaction.atomic
@@ -54,25 +91,11 @@ def repository_create(
     push_enabled: bool = True,
     allow_local: bool | None = None,
 ) -> Repository:
-    name = name.strip()
-    if not name:
-        raise ValidationError({"name": "Give the repository a name."})
-    if Repository.objects.filter(team=team, name=name).exists():
-        raise ValidationError({"name": f"A repository named '{name}' already exists."})
-    local = settings.REPOSITORY_ALLOW_LOCAL_REMOTES if allow_local is None else allow_local
-    validate_remote_url(
-        remote_url, allow_local=local, allow_private=settings.SOURCE_ALLOW_PRIVATE_ADDRESSES
+    name = _name_clean(team=team, name=name)
+    _target_clean(remote_url=remote_url, branch=branch, allow_local=allow_local)
+    _credential_clean(
+        kind=credential_kind, secret=credential_secret, known_hosts=ssh_known_hosts, stored=False
     )
-    if not _BRANCH.match(branch):
-        raise ValidationError({"branch": "Enter a valid branch name."})
-    if credential_kind not in CredentialKind.values:
-        raise ValidationError({"credential_kind": "Unknown credential kind."})
-    if credential_kind != CredentialKind.NONE and not credential_secret:
-        raise ValidationError({"credential_secret": "Enter the token or the private key."})
-    if credential_kind == CredentialKind.SSH_KEY and not ssh_known_hosts.strip():
-        raise ValidationError(
-            {"ssh_known_hosts": "SSH needs the server's known_hosts lines (strict host checking)."}
-        )
     repository = Repository.objects.create(
         team=team,
         name=name,
@@ -105,6 +128,8 @@ def repository_create(
 
 @transaction.atomic
 def repository_sync_request(*, actor: Actor, repository: Repository) -> None:
+    if not repository.enabled:
+        raise RepositoryDisabled("This repository is disabled; enable it before syncing it.")
     audit_record(
         actor=actor,
         action="repository.sync-request",
@@ -143,7 +168,11 @@ def working_copy(repository: Repository) -> WorkingCopy:
 def repository_sync(*, repository_id: int, wait: float = 60.0) -> Repository:
     """Fetch, reset to the remote branch, index; then queue the push of decisions still
     pending. Raises LockBusy (the task retries); git errors are stored."""
-    repository = _sync(Repository.objects.get(pk=repository_id), wait=wait)
+    repository = Repository.objects.get(pk=repository_id)
+    if not repository.enabled:
+        _set_sync_state(repository_id, SyncState.IDLE)  # disabled after it was queued
+        return repository
+    repository = _sync(repository, wait=wait)
     if Decision.objects.filter(repository_id=repository_id, state=PushState.PENDING).exists():
         enqueue_on_commit(REPOSITORY_PUSH_PENDING, repository_id)
     return repository

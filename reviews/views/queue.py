@@ -27,12 +27,14 @@ def review_queue(request: HttpRequest) -> HttpResponse:
     page = Paginator(queue, PAGE_SIZE).get_page(request.GET.get("page"))
     for memory in page:
         memory.title = masked_title(memory.title)
-    repositories = list(Repository.objects.filter(team=team).only("id", "name", "last_sync_ok"))
+    repositories = list(
+        Repository.objects.filter(team=team).only("id", "name", "last_sync_ok", "enabled")
+    )
     context = {
         "page": page,
         "filters": filters,
         "repositories": repositories,
-        "broken": [r for r in repositories if r.last_sync_ok is False],
+        "broken": [r for r in repositories if r.last_sync_ok is False and r.enabled],
         "types": list(memoryrail.TYPE_PREFIXES),
         "can_review": user_can(request.user, team, Action.REVIEW),
         "can_manage": user_can(request.user, team, Action.MANAGE),

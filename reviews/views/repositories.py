@@ -19,6 +19,7 @@ from reviews.models import Memory, Repository, SyncState
 from reviews.services.content import problems_masked
 from reviews.services.repositories import repository_create, repository_sync_request
 from reviews.services.routing import repository_routing_update
+from reviews.views.repository_admin import form_test
 
 
 @team_view(Action.VIEW)
@@ -38,7 +39,9 @@ def repository_list(request: HttpRequest) -> HttpResponse:
 def repository_add(request: HttpRequest) -> HttpResponse:
     team = request.team  # type: ignore[attr-defined]
     form = RepositoryForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and form.is_valid() and "test" in request.POST:
+        form_test(request, form)
+    elif request.method == "POST" and form.is_valid():
         try:
             repository = repository_create(
                 actor=Actor.from_request(request), team=team, **form.cleaned_data
@@ -124,6 +127,10 @@ def repository_sync_status(request: HttpRequest, repository_pk: int) -> HttpResp
 def repository_sync(request: HttpRequest, repository_pk: int) -> HttpResponse:
     team = request.team  # type: ignore[attr-defined]
     repository = get_object_or_404(Repository, pk=repository_pk, team=team)
-    repository_sync_request(actor=Actor.from_request(request), repository=repository)
-    messages.success(request, f"Sync of {repository.name} requested.")
+    try:
+        repository_sync_request(actor=Actor.from_request(request), repository=repository)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"Sync of {repository.name} requested.")
     return redirect("repository-detail", team_slug=team.slug, repository_pk=repository.pk)
