@@ -17,14 +17,17 @@ from memoryadmin.api_errors import AUTH_ERRORS, ApiError, error_responses
 from memoryadmin.audit import Actor
 from memoryadmin.models import Scope
 from sources import selectors
+from sources.api_admin import source_create, source_patch
 from sources.fetchers import Credential
 from sources.models import Source
 from sources.serializers import (
     RefreshRunSerializer,
+    SourceAddInputSerializer,
     SourceCredentialInputSerializer,
     SourceCredentialSerializer,
     SourceDetailSerializer,
     SourceSerializer,
+    SourceUpdateInputSerializer,
     credential_status,
 )
 from sources.services.lifecycle import source_credential_set, source_delete
@@ -34,21 +37,55 @@ from sources.services.lifecycle import source_credential_set, source_delete
     get=extend_schema(
         summary="List the team's sources",
         responses={200: SourceSerializer(many=True), **error_responses(*AUTH_ERRORS)},
-    )
+    ),
+    post=extend_schema(
+        summary="Add a source",
+        description="Registers the source as pending and queues a preview read; nothing is "
+        "served until it is approved (`POST /api/sources/{id}/approve/`). Only https:// URLs "
+        "(plain http:// to a loopback host only with the development setting) and absolute "
+        "folders inside the allowed roots. Test a location first with "
+        "`POST /api/sources/test/`.",
+        request=SourceAddInputSerializer,
+        responses={201: SourceSerializer, **error_responses(400, *AUTH_ERRORS)},
+        examples=[
+            OpenApiExample(
+                "HTTPS with a bearer token",
+                value={
+                    "location": "https://memories.example.org/team/",
+                    "name": "Team notes",
+                    "refresh_minutes": 60,
+                    "credential": {"kind": "bearer", "token": "s3cret"},
+                },
+                request_only=True,
+            )
+        ],
+    ),
 )
 class SourceListView(generics.ListAPIView):
     permission_classes = [HasScope]
-    required_scopes = {"GET": Scope.SOURCES_READ}
+    required_scopes = {"GET": Scope.SOURCES_READ, "POST": Scope.SOURCES_MANAGE}
     serializer_class = SourceSerializer
+    error_fields = {"credential_kind": "credential"}
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         return selectors.team_sources(request_team(self.request)).order_by("id")
+
+    def post(self, request: Request) -> Response:
+        return source_create(request)
 
 
 @extend_schema_view(
     get=extend_schema(
         summary="A source with its current rejections and problems",
         responses={200: SourceDetailSerializer, **error_responses(*AUTH_ERRORS, 404)},
+    ),
+    patch=extend_schema(
+        summary="Change a source's name or refresh interval",
+        description="Either field; what is left out stays. The location is the records' "
+        "identity and cannot change (add the new one, delete the old). The credential has its "
+        "own route.",
+        request=SourceUpdateInputSerializer,
+        responses={200: SourceDetailSerializer, **error_responses(400, *AUTH_ERRORS, 404)},
     ),
     delete=extend_schema(
         summary="Delete a source",
@@ -61,8 +98,15 @@ class SourceListView(generics.ListAPIView):
 )
 class SourceDetailView(generics.RetrieveDestroyAPIView):
     permission_classes = [HasScope]
-    required_scopes = {"GET": Scope.SOURCES_READ, "DELETE": Scope.SOURCES_MANAGE}
+    required_scopes = {
+        "GET": Scope.SOURCES_READ,
+        "PATCH": Scope.SOURCES_MANAGE,
+        "DELETE": Scope.SOURCES_MANAGE,
+    }
     serializer_class = SourceDetailSerializer
+
+    def patch(self, request: Request, pk: int) -> Response:
+        return source_patch(request, pk)
 
     def get_object(self):  # type: ignore[no-untyped-def]
         return selectors.team_source(request_team(self.request), self.kwargs["pk"])

@@ -79,6 +79,17 @@ class SourceAddForm(CredentialFields):
         )
 
 
+class SourceEditForm(forms.Form):
+    name = forms.CharField(
+        max_length=200,
+        required=False,
+        help_text="Shown instead of the URL or path; leave empty to show those.",
+    )
+    refresh_minutes = forms.IntegerField(
+        min_value=1, max_value=10080, label="Refresh every (minutes)"
+    )
+
+
 class SourceCredentialForm(CredentialFields):
     """Replace the credential (choose "None" to clear it)."""
 

@@ -26,6 +26,8 @@ class Health(models.TextChoices):
     NEVER = "never", "Never refreshed"
     FRESH = "fresh", "Fresh"
     STALE = "stale", "Stale"
+    # Refreshes failed and none ever succeeded: nothing to serve (stale serves an older copy).
+    FAILED = "failed", "Failed, never read"
     DENIED = "denied", "Access denied"
 
 

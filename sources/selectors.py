@@ -107,7 +107,7 @@ def dashboard_summary(team: Team) -> dict[str, Any]:
     counts = {health: 0 for health in Health.values}
     for source in approved:
         counts[source.health] += 1
-    rank = {Health.DENIED: 0, Health.STALE: 1, Health.NEVER: 2, Health.FRESH: 3}
+    rank = {Health.DENIED: 0, Health.FAILED: 0, Health.STALE: 1, Health.NEVER: 2, Health.FRESH: 3}
     worst = sorted(
         (s for s in approved if s.health != Health.FRESH),
         key=lambda s: (rank[s.health], s.denied_since or s.stale_since or s.created_at),
@@ -118,6 +118,7 @@ def dashboard_summary(team: Team) -> dict[str, Any]:
         "fresh": counts[Health.FRESH],
         "stale": counts[Health.STALE],
         "denied": counts[Health.DENIED],
+        "failed": counts[Health.FAILED],
         "never": counts[Health.NEVER],
         "worst": worst,
         "team": team,

@@ -55,8 +55,36 @@ class SourceCredentialInputSerializer(serializers.Serializer):
     )
 
 
+class SourceAddInputSerializer(serializers.Serializer):
+    """A new source: an https:// base URL or an absolute directory path, read once for a
+    preview and served only once approved."""
+
+    location = serializers.CharField(max_length=1000)
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    refresh_minutes = serializers.IntegerField(min_value=1, max_value=10080, default=60)
+    credential = SourceCredentialInputSerializer(required=False)
+
+
+class SourceTestInputSerializer(serializers.Serializer):
+    location = serializers.CharField(max_length=1000)
+    credential = SourceCredentialInputSerializer(required=False)
+
+
+class SourceTestSerializer(serializers.Serializer):
+    """What the location's manifest lists (nothing was saved)."""
+
+    entries = serializers.IntegerField()
+    rejected = serializers.IntegerField()
+
+
+class SourceUpdateInputSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    refresh_minutes = serializers.IntegerField(min_value=1, max_value=10080, required=False)
+
+
 class SourceSerializer(serializers.ModelSerializer):
     name = serializers.CharField(source="display_name")
+    refresh_minutes = serializers.SerializerMethodField()
     counts = serializers.SerializerMethodField()
     credential = serializers.SerializerMethodField()
     retrieved_at = serializers.DateTimeField(
@@ -72,6 +100,7 @@ class SourceSerializer(serializers.ModelSerializer):
             "name",
             "state",
             "health",
+            "refresh_minutes",
             "approved_at",
             "last_attempt_at",
             "last_success_at",
@@ -83,6 +112,10 @@ class SourceSerializer(serializers.ModelSerializer):
             "counts",
             "credential",
         ]
+
+    @extend_schema_field(serializers.IntegerField())
+    def get_refresh_minutes(self, source: Source) -> int:
+        return int(source.refresh_interval.total_seconds() // 60)
 
     @extend_schema_field(SourceCredentialSerializer)
     def get_credential(self, source: Source) -> dict[str, Any]:

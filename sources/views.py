@@ -18,9 +18,9 @@ from memoryadmin.audit import Actor
 from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import form_add_errors, team_view
 from sources import selectors
-from sources.forms import SourceAddForm, SourceCredentialForm
-from sources.models import Health, RefreshRun, Source, SourceKind, SourceState
-from sources.services import lifecycle
+from sources.forms import SourceAddForm, SourceCredentialForm, SourceEditForm
+from sources.models import CredentialKind, Health, RefreshRun, Source, SourceKind, SourceState
+from sources.services import edit, lifecycle
 
 PAGE_SIZE = 50
 
@@ -38,7 +38,9 @@ def source_list(request: HttpRequest) -> HttpResponse:
 @team_view(Action.MANAGE)
 def source_add(request: HttpRequest) -> HttpResponse:
     form = SourceAddForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and form.is_valid() and "test" in request.POST:
+        _location_test(request, form)
+    elif request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         credential = form.credential()
         try:
@@ -59,6 +61,54 @@ def source_add(request: HttpRequest) -> HttpResponse:
     response = render(request, "sources/source_add.html", {"form": form})
     response["Cache-Control"] = "no-store"
     return response
+
+
+def _location_test(request: HttpRequest, form: SourceAddForm) -> None:
+    """The "Test" button: read the manifest through the refresh's guards; nothing is saved."""
+    try:
+        manifest = edit.source_test(
+            actor=Actor.from_request(request),
+            team=request.team,
+            location=form.cleaned_data["location"],
+            credential=form.credential(),
+        )
+    except ValidationError as exc:
+        form_add_errors(form, exc)
+    else:
+        count = len(manifest.entries)
+        messages.success(
+            request,
+            f"Test passed: the manifest lists {count} record{'s' if count != 1 else ''}"
+            f"{f' ({len(manifest.rejected)} rejected)' if manifest.rejected else ''}. "
+            "Nothing was saved.",
+        )
+
+
+@team_view(Action.MANAGE)
+def source_edit(request: HttpRequest, source_id: int) -> HttpResponse:
+    source = selectors.team_source(request.team, source_id)
+    initial = {
+        "name": source.display_name,
+        "refresh_minutes": int(source.refresh_interval.total_seconds() // 60),
+    }
+    form = SourceEditForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            edit.source_update(
+                actor=Actor.from_request(request),
+                source=source,
+                name=form.cleaned_data["name"],
+                refresh_interval=timedelta(minutes=form.cleaned_data["refresh_minutes"]),
+            )
+        except ValidationError as exc:
+            form_add_errors(form, exc)
+        else:
+            messages.success(request, "Source saved.")
+            return redirect("source-detail", team_slug=request.team.slug, source_id=source.pk)
+    status = 400 if form.errors else 200
+    return render(
+        request, "sources/source_edit.html", {"source": source, "form": form}, status=status
+    )
 
 
 @team_view(Action.VIEW)
@@ -118,16 +168,41 @@ def _detail_page(
 def source_approve(request: HttpRequest, source_id: int) -> HttpResponse:
     source = selectors.team_source(request.team, source_id)
     lifecycle.source_approve(actor=Actor.from_request(request), source=source)
-    messages.success(request, f"Approved {source.label}; a refresh has been queued.")
+    if source.health == Health.FAILED:
+        messages.warning(
+            request,
+            f"Approved {source.label}, but it has never been read successfully: it serves "
+            "nothing until a refresh succeeds. A refresh has been queued.",
+        )
+    else:
+        messages.success(request, f"Approved {source.label}; a refresh has been queued.")
     return redirect("source-detail", team_slug=request.team.slug, source_id=source.pk)
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @team_view(Action.MANAGE)
 def source_disable(request: HttpRequest, source_id: int) -> HttpResponse:
+    """GET: what disabling does, with a confirm button. POST: disable."""
     source = selectors.team_source(request.team, source_id)
+    if request.method == "GET":
+        chunks = brain_selectors.source_chunk_count(source)
+        return render(request, "sources/source_disable.html", {"source": source, "chunks": chunks})
     lifecycle.source_disable(actor=Actor.from_request(request), source=source)
     messages.success(request, f"Disabled {source.label}; its records are no longer served.")
+    return redirect("source-detail", team_slug=request.team.slug, source_id=source.pk)
+
+
+@require_http_methods(["GET", "POST"])
+@team_view(Action.MANAGE)
+def source_credential_clear(request: HttpRequest, source_id: int) -> HttpResponse:
+    """GET: what clearing the credential does, with a confirm button. POST: clear it."""
+    source = selectors.team_source(request.team, source_id)
+    if request.method == "GET":
+        return render(request, "sources/source_credential_clear.html", {"source": source})
+    source = lifecycle.source_credential_set(
+        actor=Actor.from_request(request), source=source, credential=None
+    )
+    messages.success(request, _credential_saved(source))
     return redirect("source-detail", team_slug=request.team.slug, source_id=source.pk)
 
 
@@ -153,6 +228,12 @@ def source_credential(request: HttpRequest, source_id: int) -> HttpResponse:
     """Replace or clear the credential; errors are shown on the source page (400)."""
     source = selectors.team_source(request.team, source_id)
     form = SourceCredentialForm(request.POST)
+    if form.is_valid() and form.cleaned_data["credential_kind"] == CredentialKind.NONE:
+        # Clearing takes the confirmation step the "Clear the credential…" link leads to.
+        if not source.has_credential:
+            messages.info(request, "No credential is set; nothing changed.")
+            return redirect("source-detail", team_slug=request.team.slug, source_id=source.pk)
+        return redirect("source-credential-clear", team_slug=request.team.slug, source_id=source.pk)
     if form.is_valid():
         credential = form.credential()
         try:

@@ -31,6 +31,25 @@ def ssl_context() -> ssl.SSLContext:
     return context
 
 
+TLS_HINT = (
+    "the TLS certificate of {host} could not be verified ({reason}). If the server uses a "
+    "private certificate authority, set SSL_CERT_FILE to its CA bundle on the web and worker "
+    "processes."
+)
+
+
+def _tls_verify_reason(exc: BaseException) -> str | None:
+    """The verification failure behind a failed connect, or None for any other failure."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return seen.verify_message or "certificate verify failed"
+        seen = seen.__cause__ or seen.__context__
+    if "CERTIFICATE_VERIFY_FAILED" in str(exc):
+        return "certificate verify failed"
+    return None
+
+
 def _is_loopback_host(host: str) -> bool:
     if host.lower() in LOOPBACK_NAMES:
         return True
@@ -215,6 +234,15 @@ class HttpsFetcher:
                     )
             except httpx.TimeoutException as exc:
                 raise SourceError("timeout", f"{url} timed out") from exc
+            except httpx.ConnectError as exc:
+                reason = _tls_verify_reason(exc)
+                if reason is None:
+                    raise SourceError(
+                        "unreachable", f"cannot reach {url.host}: {type(exc).__name__}: {exc}"
+                    ) from exc
+                raise SourceError(
+                    "tls-verify-failed", TLS_HINT.format(host=url.host, reason=reason)
+                ) from exc
             except httpx.TransportError as exc:
                 raise SourceError(
                     "unreachable", f"cannot reach {url.host}: {type(exc).__name__}: {exc}"

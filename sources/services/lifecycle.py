@@ -29,6 +29,7 @@ from sources.models import (
 )
 from sources.signals import announce
 from sources.task_names import SOURCE_REFRESH
+from webhooks import netguard
 
 # ----------------------------------------------------------------------------- local folders
 
@@ -78,6 +79,22 @@ def _local_identity(*, actor: Actor, team: Team, identity: str) -> str:
     return resolved
 
 
+PLAIN_HTTP = (
+    "Plain http:// is refused like ftp://: use https://. (An operator may allow http:// to a "
+    "loopback host for development with MEMORYADMIN_SOURCE_ALLOW_HTTP_LOOPBACK.)"
+)
+
+
+def plain_http_refuse(identity: str) -> None:
+    """http:// only to a loopback host, and only when the development setting allows it."""
+    if not identity.startswith("http://"):
+        return
+    try:
+        netguard.url_parse(identity, allow_http_loopback=settings.SOURCE_ALLOW_HTTP_LOOPBACK)
+    except netguard.UrlRefused as exc:
+        raise ValidationError({"location": PLAIN_HTTP}, code="insecure-url") from exc
+
+
 # ----------------------------------------------------------------------------- lifecycle
 
 
@@ -97,6 +114,8 @@ def source_add(
         raise ValidationError({"location": str(exc)}) from exc
     if kind == SourceKind.LOCAL:
         identity = _local_identity(actor=actor, team=team, identity=identity)
+    else:
+        plain_http_refuse(identity)
     if Source.objects.filter(team=team, identity=identity).exists():
         raise ValidationError({"location": "This team already has that source."})
     credential = credential or Credential()

@@ -216,11 +216,11 @@ def _health_change(source: Source, previous: str, reason: str) -> None:
 
 def _health_event(source: Source, previous: str, reason: str) -> None:
     """Tell the team's webhooks: stale, denied, or recovered (fresh again after stale/denied)."""
-    if source.health == Health.STALE:
-        event = webhook_events.SOURCE_STALE
+    if source.health in (Health.STALE, Health.FAILED):
+        event = webhook_events.SOURCE_STALE  # `to` says which
     elif source.health == Health.DENIED:
         event = webhook_events.SOURCE_DENIED
-    elif source.health == Health.FRESH and previous in (Health.STALE, Health.DENIED):
+    elif source.health == Health.FRESH and previous in (Health.STALE, Health.DENIED, Health.FAILED):
         event = webhook_events.SOURCE_RECOVERED
     else:
         return  # never -> fresh is a first refresh, not a recovery
@@ -259,6 +259,9 @@ def _refresh_failed(
     if health == Health.DENIED:
         source.health = Health.DENIED
         source.denied_since = source.denied_since or now
+    elif source.current_snapshot_id is None and source.last_success_at is None:
+        source.health = Health.FAILED  # no good copy to fall back on: not "stale"
+        source.stale_since = source.stale_since or now
     else:
         source.health = Health.STALE
         source.stale_since = source.stale_since or now

@@ -16,7 +16,7 @@ def untrusted_markdown(text: str) -> SafeString:
     return mark_safe(render_untrusted_markdown(text))  # noqa: S308
 
 
-HEALTH_BADGES = {"fresh": "ok", "stale": "warn", "denied": "bad", "never": ""}
+HEALTH_BADGES = {"fresh": "ok", "stale": "warn", "denied": "bad", "failed": "bad", "never": ""}
 STATUS_BADGES = {"succeeded": "ok", "failed": "warn", "denied": "bad", "skipped": ""}
 
 

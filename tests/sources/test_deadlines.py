@@ -61,7 +61,7 @@ def test_it_fails_a_refresh_whose_status_line_and_headers_drip(https_server, tea
     source = _approved(team, https_server.base)
     run = _refresh_through_the_task(source)
     assert run.status == RunStatus.FAILED and run.error_code == "deadline"
-    assert source.health == Health.STALE
+    assert source.health == Health.FAILED  # never read: no older copy to call it stale
 
 
 def test_it_fails_a_refresh_that_runs_out_of_its_overall_budget(https_server, team, settings):
@@ -79,7 +79,7 @@ def test_it_fails_a_refresh_that_runs_out_of_its_overall_budget(https_server, te
     run = _refresh_through_the_task(source)
     assert run.status == RunStatus.FAILED and run.error_code == "refresh-deadline"
     assert "MEMORYADMIN_SOURCE_REFRESH_DEADLINE" in run.error
-    assert source.health == Health.STALE and source.current_snapshot is None
+    assert source.health == Health.FAILED and source.current_snapshot is None
     # It stopped when the budget ran out instead of reading every record to the end.
     assert sum(https_server.count(f"records/{record_id}.md") for record_id in ids) < len(ids)
 

@@ -48,8 +48,8 @@ def test_it_refuses_the_certificate_of_a_name_it_does_not_cover(
     _, by_other_name = _refresh(team, f"https://other.test:{named_https_server.port}/src/")
     _, by_address = _refresh(team, f"https://127.0.0.1:{named_https_server.port}/src/")
     for run in (by_other_name, by_address):
-        assert run.status == RunStatus.FAILED and run.error_code == "unreachable", run.error
-        assert "CERTIFICATE_VERIFY_FAILED" in run.error
+        assert run.status == RunStatus.FAILED and run.error_code == "tls-verify-failed", run.error
+        assert "could not be verified" in run.error and "SSL_CERT_FILE" in run.error
     assert named_https_server.requests == []
 
 

@@ -105,7 +105,7 @@ def test_it_times_out_and_marks_stale(https_server, team, settings):
     source = _approved(team, https_server.base)
     run = _refresh(source)
     assert run.status == RunStatus.FAILED and run.error_code == "timeout"
-    assert source.health == Health.STALE
+    assert source.health == Health.FAILED  # never read: nothing older to serve
 
 
 def test_it_stops_reading_an_oversized_response_while_streaming(https_server, team, settings):
@@ -146,8 +146,16 @@ def test_it_follows_a_same_origin_redirect(https_server, team):
     assert run.status == RunStatus.SUCCEEDED, run.error
 
 
-def test_it_refuses_plain_http(team):
+def test_it_refuses_plain_http(team, settings):
+    from django.core.exceptions import ValidationError
+
+    settings.SOURCE_ALLOW_HTTP_LOOPBACK = False
+    with pytest.raises(ValidationError):
+        _approved(team, "http://127.0.0.1:9/src/")
+    # Added while the development setting allowed it, refreshed after it was turned off:
+    settings.SOURCE_ALLOW_HTTP_LOOPBACK = True
     source = _approved(team, "http://127.0.0.1:9/src/")
+    settings.SOURCE_ALLOW_HTTP_LOOPBACK = False
     run = _refresh(source)
     assert run.status == RunStatus.FAILED and run.error_code == "insecure-url"
 
@@ -166,7 +174,8 @@ def test_it_refuses_a_server_whose_certificate_it_does_not_trust(https_server, t
     _publish(https_server, ["a"])
     source = _approved(team, https_server.base)
     run = _refresh(source)
-    assert run.status == RunStatus.FAILED and run.error_code == "unreachable"
+    assert run.status == RunStatus.FAILED and run.error_code == "tls-verify-failed"
+    assert "SSL_CERT_FILE" in run.error and https_server.requests == []
 
 
 @pytest.mark.parametrize(

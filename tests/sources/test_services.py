@@ -199,7 +199,7 @@ def test_it_marks_a_missing_directory_stale(team, tmp_path):
     source = _add(team, tmp_path / "nowhere")
     run = _refresh(source)
     assert run.status == RunStatus.FAILED and run.error_code == "not-found"
-    assert source.health == Health.STALE
+    assert source.health == Health.FAILED  # never read; stale needs an older good copy
 
 
 def test_it_refreshes_only_due_approved_sources(team, tmp_path, django_capture_on_commit_callbacks):
