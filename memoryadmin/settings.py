@@ -261,6 +261,8 @@ if any(not Path(root).is_absolute() for root in SOURCE_LOCAL_ROOTS):
 SOURCE_LOCAL_SHARED = env_bool("MEMORYADMIN_SOURCE_LOCAL_SHARED", False)
 # Wall-clock limit of one webhook delivery attempt (connect, send, response).
 WEBHOOK_DELIVERY_DEADLINE = env_int("MEMORYADMIN_WEBHOOK_DELIVERY_DEADLINE", 15, minimum=1)
+# Hours a rotated-out webhook secret still signs deliveries (a second header), 0: none.
+WEBHOOK_SECRET_OVERLAP_HOURS = env_int("MEMORYADMIN_WEBHOOK_SECRET_OVERLAP_HOURS", 24, minimum=0)
 BUNDLE_MAX_BYTES = env_int("MEMORYADMIN_BUNDLE_MAX_BYTES", 512 * 1024 * 1024)
 BUNDLE_SYNC_IMPORT_MAX_BYTES = env_int("MEMORYADMIN_BUNDLE_SYNC_IMPORT_MAX_BYTES", 32 * 1024 * 1024)
 BUNDLE_IMPORT_LEASE_SECONDS = env_int("MEMORYADMIN_BUNDLE_IMPORT_LEASE_SECONDS", 600)

@@ -38,6 +38,7 @@ urlpatterns = [
     path("api/me/", api_views.MeView.as_view(), name="api-me"),
     path("api/", include("sources.api_urls")),
     path("api/", include("reviews.api_urls")),
+    path("api/", include("webhooks.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path(
         "api/docs/",

@@ -3,6 +3,7 @@ retry; the beat's sweep for lost tasks; a manual redelivery."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import time
@@ -86,7 +87,7 @@ def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> str | 
         return None
     delivery = WebhookDelivery.objects.select_related("endpoint").get(pk=delivery_id)
     endpoint = delivery.endpoint
-    secret = ""
+    secret = previous = ""
     if not endpoint.is_active:
         result = AttemptResult(None, "The endpoint is disabled.", 0, retryable=False)
     else:
@@ -97,13 +98,29 @@ def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> str | 
                 None, "The secret cannot be decrypted; rotate it.", 0, retryable=False
             )
         else:
+            previous = _previous_secret(endpoint, now)
             body, headers = request_build(
-                delivery=delivery, secret=secret, timestamp=int(time.time())
+                delivery=delivery,
+                secret=secret,
+                timestamp=int(time.time()),
+                previous_secret=previous,
             )
             result = _post(
                 url=endpoint.url, body=body, headers=headers, timeout=timeout, deadline=deadline
             )
+    result = dataclasses.replace(result, error=_scrub(result.error, previous))
     return _attempt_record(delivery=delivery, result=result, secret=secret)
+
+
+def _previous_secret(endpoint: WebhookEndpoint, now: datetime) -> str:
+    """The rotated-out secret while its overlap lasts (undecryptable: none)."""
+    until = endpoint.previous_secret_expires_at
+    if not endpoint.previous_secret_encrypted or until is None or until <= now:
+        return ""
+    try:
+        return crypto.decrypt(endpoint.previous_secret_encrypted)
+    except ValueError:
+        return ""
 
 
 @transaction.atomic

@@ -121,8 +121,10 @@ def _post(
 
 
 def request_build(
-    *, delivery: WebhookDelivery, secret: str, timestamp: int
+    *, delivery: WebhookDelivery, secret: str, timestamp: int, previous_secret: str = ""
 ) -> tuple[bytes, dict[str, str]]:
+    """The body and headers; during a rotation's overlap the old secret's signature goes in
+    X-Memoryadmin-Signature-Previous (the same scheme), so a receiver still holding it accepts."""
     body = json.dumps(delivery.payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     headers = {
         "Content-Type": "application/json",
@@ -132,4 +134,6 @@ def request_build(
         "X-Memoryadmin-Timestamp": str(timestamp),
         "X-Memoryadmin-Signature": signing.sign(secret, timestamp, body),
     }
+    if previous_secret:
+        headers["X-Memoryadmin-Signature-Previous"] = signing.sign(previous_secret, timestamp, body)
     return body, headers

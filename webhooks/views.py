@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods, require_POST
 
 from memoryadmin.audit import Actor
 from memoryadmin.permissions import Action
@@ -69,7 +71,14 @@ def _detail(request: HttpRequest, endpoint: WebhookEndpoint, **extra: Any) -> Ht
     )
     page = Paginator(selectors.deliveries_for(endpoint), 25).get_page(request.GET.get("page"))
     polling = any(not delivery.is_finished for delivery in page)  # live-update open attempts
-    context = {"endpoint": endpoint, "form": form, "page": page, "polling": polling, **extra}
+    context = {
+        "endpoint": endpoint,
+        "form": form,
+        "page": page,
+        "polling": polling,
+        "now": timezone.now(),
+        **extra,
+    }
     return _no_store(render(request, "webhooks/endpoint_detail.html", context))
 
 
@@ -108,19 +117,29 @@ def endpoint_active(request: HttpRequest, endpoint_id: int) -> HttpResponse:
     return redirect("webhook-detail", team_slug=request.team.slug, endpoint_id=endpoint.pk)
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @team_view(Action.MANAGE)
 def endpoint_rotate(request: HttpRequest, endpoint_id: int) -> HttpResponse:
+    """GET: what rotating does (and how long the old secret keeps signing). POST: rotate and
+    show the new secret once."""
+    endpoint = _endpoint(request, endpoint_id)
+    if request.method == "GET":
+        context = {"endpoint": endpoint, "overlap_hours": settings.WEBHOOK_SECRET_OVERLAP_HOURS}
+        return render(request, "webhooks/endpoint_rotate.html", context)
     endpoint, new_secret = endpoints.endpoint_rotate_secret(
-        actor=Actor.from_request(request), endpoint=_endpoint(request, endpoint_id)
+        actor=Actor.from_request(request), endpoint=endpoint
     )
     return _detail(request, endpoint, new_secret=new_secret)
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @team_view(Action.MANAGE)
 def endpoint_delete(request: HttpRequest, endpoint_id: int) -> HttpResponse:
+    """GET: what deleting removes, with a confirm button. POST: delete."""
     endpoint = _endpoint(request, endpoint_id)
+    if request.method == "GET":
+        context = {"endpoint": endpoint, "deliveries": endpoint.deliveries.count()}
+        return render(request, "webhooks/endpoint_delete.html", context)
     endpoints.endpoint_delete(actor=Actor.from_request(request), endpoint=endpoint)
     messages.success(request, f"Endpoint {endpoint.url} deleted.")
     return redirect("webhook-list", team_slug=request.team.slug)

@@ -4,6 +4,7 @@ secret, delete, and send a test event."""
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -123,21 +124,47 @@ def endpoint_set_active(
 
 @transaction.atomic
 def endpoint_rotate_secret(
-    *, actor: Actor, endpoint: WebhookEndpoint
+    *, actor: Actor, endpoint: WebhookEndpoint, overlap_hours: int | None = None
 ) -> tuple[WebhookEndpoint, str]:
-    """Replace the secret at once (no overlap period) and return the new one, shown once."""
+    """Replace the secret and return the new one, shown once. For `overlap_hours` (default
+    MEMORYADMIN_WEBHOOK_SECRET_OVERLAP_HOURS) the old secret still signs each delivery in a
+    second header, so the receiver can switch without rejecting any; rotating again within
+    the overlap drops the older secret (only the one just replaced overlaps)."""
     endpoint = WebhookEndpoint.objects.select_for_update().get(pk=endpoint.pk)
+    hours = settings.WEBHOOK_SECRET_OVERLAP_HOURS if overlap_hours is None else overlap_hours
+    if hours < 0 or hours > 24 * 30:
+        raise ValidationError({"overlap_hours": "Give between 0 and 720 hours."})
     secret = signing.secret_generate()
+    now = timezone.now()
+    if hours:
+        endpoint.previous_secret_encrypted = endpoint.secret_encrypted
+        endpoint.previous_secret_expires_at = now + timedelta(hours=hours)
+    else:
+        endpoint.previous_secret_encrypted, endpoint.previous_secret_expires_at = "", None
     endpoint.secret_encrypted = crypto.encrypt(secret)
-    endpoint.secret_rotated_at = endpoint.updated_at = timezone.now()
-    endpoint.save(update_fields=["secret_encrypted", "secret_rotated_at", "updated_at"])
+    endpoint.secret_rotated_at = endpoint.updated_at = now
+    endpoint.save(
+        update_fields=[
+            "secret_encrypted",
+            "secret_rotated_at",
+            "updated_at",
+            "previous_secret_encrypted",
+            "previous_secret_expires_at",
+        ]
+    )
+    until = endpoint.previous_secret_expires_at
     audit_record(
         actor=actor,
         action="webhook.rotate_secret",
         team=endpoint.team,
         target=endpoint,
-        summary=f"Rotated the secret of webhook endpoint {endpoint.url}",
-        data={"url": endpoint.url},
+        summary=f"Rotated the secret of webhook endpoint {endpoint.url}"
+        + (f" (the old one also signs for {hours} h)" if hours else " (no overlap)"),
+        data={
+            "url": endpoint.url,
+            "overlap_hours": hours,
+            "old_until": until and until.isoformat(),
+        },
     )
     return endpoint, secret
 

@@ -1,0 +1,11 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from webhooks import api
+
+urlpatterns = [
+    path("webhooks/", api.EndpointList.as_view(), name="api-webhook-list"),
+    path("webhooks/<int:pk>/", api.EndpointDetail.as_view(), name="api-webhook-detail"),
+    path("webhooks/<int:pk>/rotate/", api.EndpointRotate.as_view(), name="api-webhook-rotate"),
+]
