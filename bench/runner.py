@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from bench.agents import bench_agents
 from bench.benchmarks import (
     ROOT,
     Run,
@@ -86,7 +87,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--proposals", type=int)
     parser.add_argument("--requests", type=int)
     parser.add_argument(
-        "--only", nargs="+", choices=["brain", "source", "review", "web"], default=None
+        "--only", nargs="+", choices=["brain", "source", "review", "web", "agents"], default=None
     )
     parser.add_argument("--workdir", type=Path, default=ROOT / "var" / "bench")
     parser.add_argument("--write-docs", type=Path, help="replace the results block in this file")
@@ -105,7 +106,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    only = set(args.only or ["brain", "source", "review", "web"])
+    only = set(args.only or ["brain", "source", "review", "web", "agents"])
     workdir = args.workdir.resolve()
     if workdir.exists():
         shutil.rmtree(workdir)
@@ -139,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
             bench_web(run, source_id, repository is not None)
         if "review" in only and repository is not None:
             bench_review_approve(run, *repository)
+        if "agents" in only:
+            bench_agents(run)
     finally:
         if not args.keep:
             drop_database(args.database_url)

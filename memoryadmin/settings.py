@@ -320,5 +320,10 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("MEMORYADMIN_LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # The MCP SDK logs each stateless request's transport start and stop at INFO.
+        "mcp.server.streamable_http": {"level": "WARNING"},
+        "mcp.server.streamable_http_manager": {"level": "WARNING"},
+    },
 }

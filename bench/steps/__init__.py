@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from bench.steps.agents import agents_setup, agents_sql
 from bench.steps.brain import (
     brain_export,
     brain_export_file,
@@ -45,6 +46,8 @@ STEPS: dict[str, Callable[[dict[str, Any], Probe], dict[str, Any]]] = {
     "review_baseline": review_baseline,
     "web_setup": web_setup,
     "web_client": web_client,
+    "agents_setup": agents_setup,
+    "agents_sql": agents_sql,
 }
 
 

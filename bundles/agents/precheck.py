@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import posixpath
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
-from django.db.models import Count, Exists
+from django.db.models import Count, Exists, Q, QuerySet
 from django.utils import timezone
 
 from bundles.agents.errors import AgentError
@@ -25,7 +26,7 @@ from bundles.models import ChunkOrigin
 from bundles.selectors import active_origins, served_chunks
 from formats.memoryrail.fields import check_link
 from memoryadmin.models import Team
-from reviews.models import Memory, MemoryStatus
+from reviews.models import Memory, MemoryStatus, Repository
 from reviews.selectors import memory_pinned, memory_provenance, memory_tags
 
 KIND_ORDER = ("constraint", "attempt", "gotcha", "decision")
@@ -58,18 +59,72 @@ def clean_paths(value: Any) -> list[str]:
 
 
 def memory_links(memory: Memory) -> list[str]:
-    links = (memory.front_matter or {}).get("links")
+    return valid_links((memory.front_matter or {}).get("links"))
+
+
+def valid_links(links: Any) -> list[str]:
+    """The links of a memory's front matter that stay inside the repository."""
     if isinstance(links, str):
         links = [links]
     if not isinstance(links, list):
         return []
-    return [link for link in links if isinstance(link, str) and check_link(link) is None]
+    return [link for link in links if isinstance(link, str) and _inside(link)]
+
+
+@lru_cache(maxsize=4096)
+def _inside(link: str) -> bool:
+    return check_link(link) is None
 
 
 def link_applies(link: str, path: str) -> bool:
     """The link is the path, or a directory containing it (never a sibling file)."""
-    link = posixpath.normpath(link)
-    return link == "." or path == link or path.startswith(link.rstrip("/") + "/")
+    link = _normalised(link)
+    return link == "." or path == link or path.startswith(link + "/")
+
+
+@lru_cache(maxsize=4096)
+def _normalised(link: str) -> str:
+    return posixpath.normpath(link).rstrip("/")
+
+
+ANSWER_FIELDS = (
+    "id",
+    "memory_id",
+    "ref",
+    "type",
+    "title",
+    "body",
+    "front_matter",
+    "path",
+    "repository__id",
+    "repository__name",
+    "added_commit",
+    "author_name",
+    "updated",
+)
+
+
+def candidate_memories(team: Team, repo: Repository | None) -> QuerySet[Memory]:
+    """The memories precheck may return: the team's active ones of the four kinds (in `repo`
+    when given)."""
+    memories = Memory.objects.filter(team=team, status=MemoryStatus.ACTIVE, type__in=KIND_ORDER)
+    if repo is not None:
+        memories = memories.filter(repository=repo)
+    return memories
+
+
+def linked_memories(team: Team, repo: Repository | None, paths: list[str]) -> QuerySet:
+    """The narrow read that finds pinned and linked memories: (id, type, links, pinned) of the
+    candidates that may be pinned or, when paths are given, have links; only the two
+    front-matter keys leave the database, not the bodies."""
+    maybe = Q(type="constraint", front_matter__has_key="pinned")
+    if paths:
+        maybe |= Q(front_matter__has_key="links")
+    return (
+        candidate_memories(team, repo)
+        .filter(maybe)
+        .values_list("id", "type", "front_matter__links", "front_matter__pinned")
+    )
 
 
 def precheck(
@@ -86,45 +141,44 @@ def precheck(
     if not plan and not paths:
         raise AgentError(400, "plan-required", "Give a plan, paths, or both.")
     repo = team_repository(team, repository)
-    memories = Memory.objects.filter(
-        team=team, status=MemoryStatus.ACTIVE, type__in=KIND_ORDER
-    ).select_related("repository")
-    if repo is not None:
-        memories = memories.filter(repository=repo)
-    memories = memories.only(
-        "id",
-        "memory_id",
-        "ref",
-        "type",
-        "title",
-        "body",
-        "front_matter",
-        "path",
-        "repository__id",
-        "repository__name",
-        "added_commit",
-        "author_name",
-        "updated",
-    )
     why: dict[int, list[dict[str, Any]]] = {}
-    text_score: dict[int, float] = {}
-    candidates = {m.pk: m for m in memories}
-    by_ref = {f"repository:{m.repository_id}:{m.memory_id}": m for m in candidates.values()}
-    for memory in candidates.values():
+    for pk, kind, links, pinned in linked_memories(team, repo, paths):
         reasons: list[dict[str, Any]] = []
-        if memory.type == "constraint" and memory_pinned(memory):
-            reasons.append({"reason": "pinned"})
-        for link in memory_links(memory):
+        if kind == "constraint" and pinned is not None:
+            reasons.append({"reason": "pinned"})  # checked on the full row below
+        for link in valid_links(links):
             for path in paths:
                 if link_applies(link, path):
                     reasons.append({"reason": "link", "link": link, "path": path})
         if reasons:
-            why[memory.pk] = reasons
-    if plan:
-        for memory, score, terms in _text_matches(team, plan, repo, by_ref, now):
-            why.setdefault(memory.pk, []).append({"reason": "text", "matched": terms})
-            text_score[memory.pk] = score
-    applying = [candidates[pk] for pk in why]
+            why[pk] = reasons
+    hits = _text_hits(team, plan, repo, now) if plan else {}
+    wanted = Q(pk__in=list(why))
+    if hits:
+        wanted |= Q(memory_id__in=sorted({memory_id for _, memory_id in hits}))
+    candidates = {}
+    if why or hits:
+        rows = candidate_memories(team, repo).filter(wanted).select_related("repository")
+        candidates = {m.pk: m for m in rows.only(*ANSWER_FIELDS)}
+    for memory in candidates.values():
+        reasons = why.get(memory.pk, [])
+        if reasons and reasons[0]["reason"] == "pinned" and not memory_pinned(memory):
+            reasons.pop(0)  # a `pinned` key that is not true
+        if not reasons:
+            why.pop(memory.pk, None)
+    text_score: dict[int, float] = {}
+    by_key = {(m.repository_id, m.memory_id): m for m in candidates.values()}
+    terms = any_word_query(plan).split(" or ") if plan else []
+    for key, score in hits.items():
+        memory = by_key.get(key)
+        if memory is None or memory.pk in text_score or len(text_score) >= MAX_TEXT_MATCHES:
+            continue
+        text = f"{memory.title}\n{memory.body}".lower()
+        why.setdefault(memory.pk, []).append(
+            {"reason": "text", "matched": [t for t in terms if t in text][:20]}
+        )
+        text_score[memory.pk] = score
+    applying = [candidates[pk] for pk in why if pk in candidates]
     applying.sort(key=lambda m: _order(m, why[m.pk], text_score.get(m.pk, 0.0)))
     ambiguous = _ambiguous_refs(team, [m.ref for m in applying])
     provenance: dict[tuple[int, str], dict[str, Any]] = {}
@@ -180,13 +234,12 @@ def _order(memory: Memory, reasons: list[dict[str, Any]], score: float) -> tuple
     return (bucket, 0 if "link" in kinds or pinned else 1, -score, memory.memory_id)
 
 
-def _text_matches(
-    team: Team, plan: str, repo: Any, by_ref: dict[str, Memory], now: datetime
-) -> list[tuple[Memory, float, list[str]]]:
-    """Memories whose mirrored text matches any significant word of the plan, best first."""
+def _text_hits(team: Team, plan: str, repo: Any, now: datetime) -> dict[tuple[int, str], float]:
+    """(repository id, memory id) -> text score of the repository memories whose mirrored
+    text matches any significant word of the plan, best first."""
     query = any_word_query(plan)
-    if not query or not by_ref:
-        return []
+    if not query:
+        return {}
     origins = active_origins(now=now).filter(kind="repository")
     if repo is not None:
         origins = origins.filter(group=f"repository:{repo.pk}")
@@ -195,24 +248,18 @@ def _text_matches(
     )
     hits = keyword_hits(chunks, query, limit=MAX_TEXT_MATCHES * 3)
     if not hits:
-        return []
+        return {}
     refs: dict[int, list[str]] = {}
     for chunk_id, ref in ChunkOrigin.objects.filter(
         chunk_id__in=[h.chunk_id for h in hits], active=True, kind="repository"
     ).values_list("chunk_id", "ref"):
         refs.setdefault(chunk_id, []).append(ref)
-    terms = query.split(" or ")
-    found: list[tuple[Memory, float, list[str]]] = []
-    seen: set[int] = set()
+    found: dict[tuple[int, str], float] = {}
     for hit in hits:
         for ref in sorted(refs.get(hit.chunk_id, [])):
-            memory = by_ref.get(ref)
-            if memory is None or memory.pk in seen:
-                continue
-            seen.add(memory.pk)
-            text = f"{memory.title}\n{memory.body}".lower()
-            found.append((memory, hit.score, [t for t in terms if t in text][:20]))
-    return found[:MAX_TEXT_MATCHES]
+            _, repository_id, memory_id = ref.split(":", 2)
+            found.setdefault((int(repository_id), memory_id), hit.score)
+    return found
 
 
 def _ambiguous_refs(team: Team, refs: list[str]) -> set[str]:

@@ -1,0 +1,59 @@
+"""Concurrent load for the agents benchmark: N client threads, each with its own HTTP client,
+sharing a fixed number of requests; latency percentiles and throughput."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+# One request: (client, n) -> the HTTP status; raises on a transport error.
+Request = Callable[[Any, int], int]
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    """p50, p95 and p99 of `samples` (seconds) in milliseconds (nearest rank)."""
+    ordered = sorted(samples)
+
+    def rank(p: float) -> float:
+        return ordered[min(len(ordered) - 1, max(0, round(p * len(ordered)) - 1))] * 1000
+
+    return {
+        "p50_ms": statistics.median(ordered) * 1000,
+        "p95_ms": rank(0.95),
+        "p99_ms": rank(0.99),
+        "count": len(ordered),
+    }
+
+
+def run_load(
+    make_client: Callable[[], Any], request: Request, *, clients: int, total: int
+) -> dict[str, Any]:
+    """`total` requests from `clients` threads at once (each its share, round-robin over the
+    request numbers); every answer must be 200. Each client warms up with one request first."""
+    started: list[float] = []
+    ready = threading.Barrier(clients, action=lambda: started.append(time.perf_counter()))
+    failures: list[str] = []
+
+    def work(index: int) -> list[float]:
+        samples: list[float] = []
+        with make_client() as client:
+            request(client, index)  # warm: connections, plans, caches
+            ready.wait()
+            for n in range(index, total, clients):
+                start = time.perf_counter()
+                status = request(client, n)
+                samples.append(time.perf_counter() - start)
+                if status != 200:
+                    failures.append(f"request {n} answered {status}")
+        return samples
+
+    with ThreadPoolExecutor(clients) as pool:
+        samples = [s for part in pool.map(work, range(clients)) for s in part]
+    elapsed = time.perf_counter() - started[0]
+    if failures:
+        raise RuntimeError(f"{len(failures)} failed requests, first: {failures[0]}")
+    return {**percentiles(samples), "throughput": len(samples) / elapsed}
