@@ -9,6 +9,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from bundles.embeddings.lifecycle import brain_embed_queue
 from bundles.imports.chunks import ChunkWriter
 from bundles.imports.context import ImportContext, ImportOptions, Progress, SectionReader
 from bundles.imports.planner import PlannerStats
@@ -93,6 +94,7 @@ class Importer:
         self.planner.analyze_at_end()
         self._finish_checksum(checksum)
         self._finish_embeddings()
+        brain_embed_queue(team_id=self.ctx.team.pk)  # dropped or absent vectors, after commit
         if self.chunks.claimed_provenance:
             report.warn(
                 f"{self.chunks.claimed_provenance} chunks carried metadata.{PROVENANCE_KEY}; "

@@ -183,6 +183,8 @@ def brain_settings_set(
 ) -> BrainSettings:
     if len(embedding_model) > protocol.MAX_MODEL_CHARS or not 0 <= embedding_dim <= 65_536:
         raise ValidationError("embedding model or dimension out of range")
+    before = BrainSettings.objects.filter(team=team).values_list("embedding_model", flat=True)
+    changed = list(before) != [embedding_model]
     settings, _ = BrainSettings.objects.update_or_create(
         team=team,
         defaults={
@@ -199,4 +201,8 @@ def brain_settings_set(
         summary=f"Embedding model set to {embedding_model or '(none)'}/{embedding_dim}",
         data={"embedding_model": embedding_model, "embedding_dim": embedding_dim},
     )
+    if changed:  # the brain is re-embedded with the new model in the background
+        from bundles.embeddings.lifecycle import brain_embed_queue
+
+        brain_embed_queue(team_id=team.pk)
     return settings
