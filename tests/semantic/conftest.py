@@ -11,6 +11,7 @@ from bundles.embeddings import model as embedding_model
 from bundles.embeddings import store
 from bundles.models import Chunk
 from formats import memoryai as protocol
+from tests.reviews.conftest import data_dir, remote, repository  # noqa: F401
 
 if not embedding_model.installed():
     pytest.skip(
