@@ -28,6 +28,7 @@ from memoryadmin.models import Team
 from memoryadmin.queue import enqueue_on_commit
 
 logger = logging.getLogger(__name__)
+NEAR_DUPLICATE_CHECKS = 200  # imported chunks compared with the served ones per run
 
 
 @dataclass
@@ -104,11 +105,24 @@ def brain_embed(*, team_id: int, batch_size: int | None = None) -> EmbedRun:
     run.model, dim = settings.embedding_model, settings.embedding_dim
     size = batch_size or django_settings.SEMANTIC_EMBED_BATCH
     with named_lock(f"brain-embed:{team_id}", ttl=3600):
-        run.embedded = _embed_pending(team_id, run.model, dim, size)
+        run.embedded, imported = _embed_pending(team_id, run.model, dim, size)
         if store.backend() == store.PGVECTOR:
             run.filled = _fill_from_blobs(team_id, run.model, dim, size)
+    duplicates = _near_duplicates(team, imported)
     if run.embedded:
         with transaction.atomic():
+            if duplicates:
+                from bundles.embeddings.similar import describe_near_duplicates
+
+                audit_record(
+                    actor=Actor.system(),
+                    action="bundle.import_near_duplicates",
+                    team=team,
+                    target_type="bundles.brain",
+                    target_id=team.pk,
+                    summary=f"{len(duplicates)} imported chunks nearly duplicate served ones",
+                    data={"report": {"warnings": describe_near_duplicates(duplicates)}},
+                )
             audit_record(
                 actor=Actor.system(),
                 action="brain.embed",
@@ -128,21 +142,32 @@ def _model_unchanged(team_id: int, model: str) -> bool:
     return list(current) == [model]
 
 
-def _embed_pending(team_id: int, model: str, dim: int, size: int) -> int:
-    done, after = 0, 0
-    pending = pending_chunks(team_id, model, dim).values_list("id", "content")
+def _embed_pending(team_id: int, model: str, dim: int, size: int) -> tuple[int, list[int]]:
+    """(how many were embedded, the imported ones among the first few: for the hint)."""
+    done, after, imported = 0, 0, []
+    pending = pending_chunks(team_id, model, dim).values_list("id", "content", "origin")
     while True:
         rows = list(pending.filter(id__gt=after)[:size])
-        if not rows:
-            return done
         # A model change mid-run: stop; the change queued a run of its own.
-        if not _model_unchanged(team_id, model):
-            return done
-        vectors = embedding_model.encode([content for _, content in rows])
+        if not rows or not _model_unchanged(team_id, model):
+            return done, imported
+        vectors = embedding_model.encode([content for _, content, _ in rows])
         with transaction.atomic():
-            store.write_vectors([(pk, vectors[i]) for i, (pk, _) in enumerate(rows)], model=model)
+            store.write_vectors(
+                [(pk, vectors[i]) for i, (pk, _, _) in enumerate(rows)], model=model
+            )
         done += len(rows)
         after = rows[-1][0]
+        if len(imported) < NEAR_DUPLICATE_CHECKS:
+            imported += [pk for pk, _, origin in rows if origin == "import"]
+
+
+def _near_duplicates(team: Team, imported: list[int]) -> list[dict[str, Any]]:
+    if not imported:
+        return []
+    from bundles.embeddings.similar import import_near_duplicates
+
+    return import_near_duplicates(team, imported[:NEAR_DUPLICATE_CHECKS])
 
 
 def _fill_from_blobs(team_id: int, model: str, dim: int, size: int) -> int:

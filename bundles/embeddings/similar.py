@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import QuerySet
 
 from bundles.embeddings import model as embedding_model
 from bundles.embeddings import store
@@ -152,23 +152,28 @@ def proposal_hints(memories: Iterable[Any]) -> dict[int, list[Similar]]:
     return hints
 
 
-def import_near_duplicates(team: Team, chunk_ids: list[int], limit: int = 20) -> list[dict]:
-    """Imported chunks (with a vector of the team's model) that nearly duplicate another
-    served chunk: [{"chunk_id", "duplicate_of", "similarity"}], closest first."""
+NEAR_DUPLICATE_CHECKS = 200  # imported chunks compared per import (a hint, not an audit)
+
+
+def import_near_duplicates(
+    team: Team, chunk_ids: list[int], *, against: QuerySet[Chunk] | None = None, limit: int = 20
+) -> list[dict[str, Any]]:
+    """Of these chunks (with a vector of the team's model), those that nearly duplicate a
+    served chunk outside them: [{"chunk_id", "duplicate_of", "similarity"}], closest first."""
     model_dim = searchable_model(team)
     if model_dim is None or not chunk_ids:
         return []
     model, dim = model_dim
+    served = (against if against is not None else served_chunks(team)).exclude(pk__in=chunk_ids)
     pairs = []
     rows = Chunk.objects.filter(
-        pk__in=chunk_ids, embedding_model=model, embedding_dim=dim
+        pk__in=chunk_ids[:NEAR_DUPLICATE_CHECKS], embedding_model=model, embedding_dim=dim
     ).values_list("id", "embedding")
-    served = served_chunks(team)
     for pk, blob in rows:
         vector = store.from_blob(blob, dim) if blob is not None else None
         if vector is None:
             continue
-        near = store.nearest(served.filter(~Q(pk=pk)), vector, model=model, dim=dim, limit=1)
+        near = store.nearest(served, vector, model=model, dim=dim, limit=1)
         if near and near[0].similarity * 100 >= settings.SEMANTIC_DUPLICATE_PERCENT:
             pairs.append(
                 {
@@ -179,3 +184,20 @@ def import_near_duplicates(team: Team, chunk_ids: list[int], limit: int = 20) ->
             )
     pairs.sort(key=lambda p: (-p["similarity"], p["chunk_id"]))
     return pairs[:limit]
+
+
+def describe_near_duplicates(pairs: list[dict[str, Any]]) -> list[str]:
+    return [
+        f"imported chunk #{p['chunk_id']} nearly duplicates served chunk "
+        f"#{p['duplicate_of']} ({round(p['similarity'] * 100)}% similar)"
+        for p in pairs
+    ]
+
+
+def imported_since(team: Team, floor: int) -> list[int]:
+    """The ids of the team's imported chunks above `floor` (this import's), first ones first."""
+    return list(
+        Chunk.objects.filter(team=team, pk__gt=floor, origin="import")
+        .order_by("id")
+        .values_list("id", flat=True)[:NEAR_DUPLICATE_CHECKS]
+    )

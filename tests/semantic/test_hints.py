@@ -8,10 +8,16 @@ import re
 
 import pytest
 
+from bundles.embeddings import model as embedding_model
 from bundles.embeddings.lifecycle import brain_embed
 from bundles.embeddings.similar import DUPLICATE, RELATED, proposal_hints
+from bundles.imports import bundle_import
+from bundles.models import Chunk
+from memoryadmin.audit import Actor
+from memoryadmin.models import AuditEvent
 from reviews.models import Memory, MemoryStatus
 from tests.agents.conftest import add_memories
+from tests.bundles.helpers import chunk, embedding, make_bundle
 from tests.semantic.conftest import make_chunk
 
 MEMORIES = {
@@ -99,3 +105,39 @@ def test_without_semantic_search_the_pages_show_no_hints(
     client.force_login(reviewer_user)
     page = client.get(f"/t/{team.slug}/reviews/p/{proposal.pk}/").content.decode()
     assert "Similar active memories" not in page
+
+
+def _served_deploy_note(team):  # type: ignore[no-untyped-def]
+    served = make_chunk(team, "Deploys go out on Tuesdays after the release review.")
+    brain_embed(team_id=team.pk)
+    return served
+
+
+def test_the_import_report_names_imported_chunks_that_nearly_duplicate_served_ones(semantic, team):
+    served = _served_deploy_note(team)
+    text = "Deploys go out every Tuesday after the release review."
+    vector = embedding_model.encode([text])[0].tolist()
+    bundle = make_bundle(
+        chunks=[chunk(1, text, embedding=embedding(vector)), chunk(2, "Lunch is at noon.")],
+        model=embedding_model.MODEL_NAME,
+        dim=embedding_model.MODEL_DIM,
+    )
+    result = bundle_import(team=team, actor=Actor.system(), bundle=bundle)
+    imported = Chunk.objects.get(team=team, content=text)
+    expected = f"imported chunk #{imported.pk} nearly duplicates served chunk #{served.pk}"
+    assert any(w.startswith(expected) for w in result["report"]["warnings"])
+    assert not any("Lunch" in w for w in result["report"]["warnings"])
+
+
+def test_imported_chunks_embedded_later_are_compared_by_the_worker(
+    semantic, team, django_capture_on_commit_callbacks
+):
+    served = _served_deploy_note(team)
+    text = "Deploys go out every Tuesday after the release review."
+    with django_capture_on_commit_callbacks(execute=True):
+        bundle_import(team=team, actor=Actor.system(), bundle=make_bundle(chunks=[chunk(1, text)]))
+    imported = Chunk.objects.get(team=team, content=text)
+    event = AuditEvent.objects.get(team=team, action="bundle.import_near_duplicates")
+    assert event.data["report"]["warnings"][0].startswith(
+        f"imported chunk #{imported.pk} nearly duplicates served chunk #{served.pk}"
+    )
