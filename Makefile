@@ -53,6 +53,7 @@ test: install lint
 
 bench: install
 	$(BIN)/python -m bench $(BENCH_ARGS)
+	$(BIN)/python -m bench.semantic $(SEMANTIC_BENCH_ARGS)
 
 # After upgrading drf-spectacular-sidecar: our copy of Redoc without its CDN-hosted logo.
 redoc: install

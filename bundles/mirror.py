@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from django.db import transaction
 
-from bundles.embeddings.lifecycle import brain_embed_queue
+from bundles.embeddings.queueing import brain_embed_queue
 from bundles.mirrored import Mirrored, MirrorResult
 from bundles.models import OriginKind
 from bundles.reconcile import _reconcile

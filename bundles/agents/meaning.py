@@ -16,7 +16,7 @@ from bundles.agents.errors import AgentError
 from bundles.agents.ranking import Hit
 from bundles.embeddings import model as embedding_model
 from bundles.embeddings import store
-from bundles.embeddings.lifecycle import searchable_model
+from bundles.embeddings.team_model import searchable_model
 from bundles.models import BrainSettings, Chunk
 from memoryadmin.models import Team
 

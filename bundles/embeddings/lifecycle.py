@@ -18,14 +18,14 @@ from django.conf import settings as django_settings
 from django.db import transaction
 from django.db.models import QuerySet
 
-from bundles import task_names
 from bundles.embeddings import model as embedding_model
 from bundles.embeddings import store
+from bundles.embeddings.similar import describe_near_duplicates, import_near_duplicates
 from bundles.models import BrainSettings, Chunk
+from bundles.services.chunks import brain_settings_set
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.locks import named_lock
 from memoryadmin.models import Team
-from memoryadmin.queue import enqueue_on_commit
 
 logger = logging.getLogger(__name__)
 NEAR_DUPLICATE_CHECKS = 200  # imported chunks compared with the served ones per run
@@ -44,31 +44,18 @@ def team_brain_settings(team: Team) -> BrainSettings:
     return settings
 
 
-def searchable_model(team: Team) -> tuple[str, int] | None:
-    """(model, dim) when this server can embed queries for the team: its model is ours."""
-    if not embedding_model.available():
-        return None
-    settings = BrainSettings.objects.filter(team=team).first()
-    if settings is None or not settings.is_set:
-        return None
-    if not embedding_model.runs(settings.embedding_model):
-        return None
-    return settings.embedding_model, settings.embedding_dim
-
-
 @transaction.atomic
 def brain_model_adopt(*, team: Team) -> BrainSettings:
     """A team without a model takes the one we run (audited); a set model is left alone."""
     settings = BrainSettings.objects.select_for_update().get_or_create(team=team)[0]
     if settings.is_set or not embedding_model.available():
         return settings
-    from bundles.services.chunks import brain_settings_set
-
     return brain_settings_set(
         team=team,
         actor=Actor.system(),
         embedding_model=embedding_model.MODEL_NAME,
         embedding_dim=embedding_model.MODEL_DIM,
+        reembed=False,  # the caller is the embedding run
     )
 
 
@@ -79,12 +66,6 @@ def pending_chunks(team_id: int, model: str, dim: int) -> QuerySet[Chunk]:
         .exclude(embedding_model=model, embedding_dim=dim, embedding__isnull=False)
         .order_by("id")
     )
-
-
-def brain_embed_queue(*, team_id: int) -> None:
-    """Queue the team's embedding run after the caller's transaction commits."""
-    if embedding_model.available():
-        enqueue_on_commit(task_names.BRAIN_EMBED, team_id)
 
 
 def brain_embed(*, team_id: int, batch_size: int | None = None) -> EmbedRun:
@@ -112,8 +93,6 @@ def brain_embed(*, team_id: int, batch_size: int | None = None) -> EmbedRun:
     if run.embedded:
         with transaction.atomic():
             if duplicates:
-                from bundles.embeddings.similar import describe_near_duplicates
-
                 audit_record(
                     actor=Actor.system(),
                     action="bundle.import_near_duplicates",
@@ -165,8 +144,6 @@ def _embed_pending(team_id: int, model: str, dim: int, size: int) -> tuple[int, 
 def _near_duplicates(team: Team, imported: list[int]) -> list[dict[str, Any]]:
     if not imported:
         return []
-    from bundles.embeddings.similar import import_near_duplicates
-
     return import_near_duplicates(team, imported[:NEAR_DUPLICATE_CHECKS])
 
 

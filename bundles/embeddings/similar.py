@@ -18,7 +18,7 @@ from django.db.models import QuerySet
 
 from bundles.embeddings import model as embedding_model
 from bundles.embeddings import store
-from bundles.embeddings.lifecycle import searchable_model
+from bundles.embeddings.team_model import searchable_model
 from bundles.models import Chunk, ChunkOrigin
 from bundles.secrets import mask_secrets
 from bundles.selectors import served_chunks

@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from bundles.embeddings.lifecycle import brain_embed_queue
+from bundles.embeddings.queueing import brain_embed_queue
 from bundles.embeddings.similar import (
     describe_near_duplicates,
     import_near_duplicates,
