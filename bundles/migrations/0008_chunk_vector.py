@@ -6,7 +6,8 @@ distance, and a trigger that clears it whenever `embedding` is rewritten without
 replacing the bytes), so it never disagrees with the stored blob. Without the extension
 (SQLite, plain PostgreSQL) nothing changes: search scans the float32 `embedding` blobs exactly
 (bundles.embeddings.store). The column is not on the Django model (SQLite has no vector type).
-Installing pgvector later: `manage.py brain_vectors --install` runs the same statements.
+Installing pgvector later: `bundles.embeddings.schema.install_pgvector` runs the same statements
+(docs/brain.md, "Embeddings").
 """
 
 from django.db import migrations
