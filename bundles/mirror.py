@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from django.db import transaction
 
+from bundles.embeddings.queueing import brain_embed_queue
 from bundles.mirrored import Mirrored, MirrorResult
 from bundles.models import OriginKind
 from bundles.reconcile import _reconcile
@@ -121,7 +122,7 @@ def repository_wanted(repository: Repository) -> list[Mirrored]:
 def brain_mirror_source(*, source: Source, actor: Actor | None = None) -> MirrorResult:
     """Make the brain hold exactly the source's served records (call in the state change's
     transaction)."""
-    return _reconcile(
+    result = _reconcile(
         team=source.team,
         group=f"source:{source.pk}",
         kind=OriginKind.SOURCE,
@@ -129,12 +130,15 @@ def brain_mirror_source(*, source: Source, actor: Actor | None = None) -> Mirror
         actor=actor or Actor.system(),
         label=f"source {source.label}",
     )
+    if result.chunks_created:  # embedded by the worker once this transaction commits
+        brain_embed_queue(team_id=source.team_id)
+    return result
 
 
 @transaction.atomic
 def brain_mirror_repository(*, repository: Repository, actor: Actor | None = None) -> MirrorResult:
     """Make the brain hold exactly the repository's active memories (after each index)."""
-    return _reconcile(
+    result = _reconcile(
         team=repository.team,
         group=f"repository:{repository.pk}",
         kind=OriginKind.REPOSITORY,
@@ -142,3 +146,6 @@ def brain_mirror_repository(*, repository: Repository, actor: Actor | None = Non
         actor=actor or Actor.system(),
         label=f"repository {repository.name}",
     )
+    if result.chunks_created:  # embedded by the worker once this transaction commits
+        brain_embed_queue(team_id=repository.team_id)
+    return result

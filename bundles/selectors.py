@@ -79,6 +79,7 @@ BUNDLE_ACTIONS = (
     "bundle.import",
     "bundle.import_failed",
     "bundle.import_queued",
+    "bundle.import_near_duplicates",
     "bundle.export",
     "brain.propose",
     "brain.propose-pushed",

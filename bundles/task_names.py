@@ -2,3 +2,4 @@
 
 IMPORT_JOB_RUN = "bundles.tasks.import_job_run"
 IMPORT_PROPOSAL_PUSH = "bundles.tasks.import_proposal_push"
+BRAIN_EMBED = "bundles.tasks.brain_embed"

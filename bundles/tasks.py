@@ -77,3 +77,21 @@ def prune_withdrawn_chunks() -> dict[str, int]:
         "deleted": sum(r.deleted for r in results),
         "failed": sum(1 for r in results if r.error),
     }
+
+
+@shared_task(
+    name=task_names.BRAIN_EMBED,
+    ignore_result=True,
+    # Another run holds the team's embedding lock: try again, so chunks queued meanwhile land.
+    autoretry_for=(LockBusy,),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    retry_jitter=True,
+    max_retries=20,
+)
+def brain_embed_task(team_id: int) -> dict[str, Any]:
+    """Embed the team's chunks that lack a vector of its model (new, dropped, model changed)."""
+    from bundles.embeddings.lifecycle import brain_embed
+
+    run = brain_embed(team_id=team_id)
+    return {"model": run.model, "embedded": run.embedded, "filled": run.filled, "skip": run.skipped}

@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from bundles import selectors
+from bundles.embeddings.lifecycle import embedding_status
 from bundles.imports import (
     ImportOptions,
     ProposeTargetError,
@@ -42,6 +43,7 @@ def brain(request: HttpRequest) -> HttpResponse:
         "bundles/brain.html",
         {
             "summary": selectors.brain_summary(team),
+            "embeddings": embedding_status(team),
             "events": selectors.recent_bundle_events(team),
             "jobs": selectors.recent_jobs(team),
             "page": selectors.chunk_page(team, request.GET.get("page"), flag=flag),

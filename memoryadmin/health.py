@@ -2,9 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db import connection
+
+# Sections an app adds to /healthz for information (they never make it fail), by name:
+# registered in an AppConfig.ready, so this floor imports nothing above it.
+INFO_SECTIONS: dict[str, Callable[[], dict[str, Any]]] = {}
+
+
+def register_info_section(name: str, section: Callable[[], dict[str, Any]]) -> None:
+    INFO_SECTIONS[name] = section
+
+
+def info_sections() -> dict[str, Any]:
+    info: dict[str, Any] = {}
+    for name, section in INFO_SECTIONS.items():
+        try:
+            info[name] = section()
+        except Exception as exc:  # information only: a failing section says so, nothing more
+            info[name] = {"error": type(exc).__name__}
+    return info
 
 
 def check_database() -> dict[str, Any]:
@@ -46,4 +65,4 @@ def health() -> tuple[bool, dict[str, Any]]:
     worker = check_worker() if broker["ok"] else {"ok": False, "error": "broker down"}
     checks = {"database": db, "broker": broker, "worker": worker}
     ok = all(check["ok"] for check in checks.values())
-    return ok, {"status": "ok" if ok else "degraded", "checks": checks}
+    return ok, {"status": "ok" if ok else "degraded", "checks": checks, **info_sections()}

@@ -270,6 +270,13 @@ BUNDLE_IMPORT_LEASE_SECONDS = env_int("MEMORYADMIN_BUNDLE_IMPORT_LEASE_SECONDS",
 BRAIN_WITHDRAWN_RETENTION_DAYS = env_int(
     "MEMORYADMIN_BRAIN_WITHDRAWN_RETENTION_DAYS", 30, minimum=0
 )
+# Semantic recall (issue #16): on when the `semantic` extra is installed, unless switched off.
+SEMANTIC_ENABLED = env_bool("MEMORYADMIN_SEMANTIC_ENABLED", True)
+SEMANTIC_EMBED_BATCH = env_int("MEMORYADMIN_SEMANTIC_EMBED_BATCH", 64, minimum=1)
+# Reviewer hints: cosine similarity (x100) from which a memory is a "possible duplicate", and
+# from which it is shown as "related" at all.
+SEMANTIC_DUPLICATE_PERCENT = env_int("MEMORYADMIN_SEMANTIC_DUPLICATE_PERCENT", 85, minimum=1)
+SEMANTIC_RELATED_PERCENT = env_int("MEMORYADMIN_SEMANTIC_RELATED_PERCENT", 45, minimum=1)
 REPOSITORY_ALLOW_LOCAL_REMOTES = env_bool("MEMORYADMIN_REPOSITORY_ALLOW_LOCAL_REMOTES", DEBUG)
 GIT_TIMEOUT = env_int("MEMORYADMIN_GIT_TIMEOUT", 120, minimum=1)  # seconds per fetch or push
 REVIEW_BOT_IDENTITY = env_str("MEMORYADMIN_REVIEW_BOT_IDENTITY", "memoryadmin <bot@localhost>")

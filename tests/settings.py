@@ -16,6 +16,9 @@ os.environ.setdefault("MEMORYADMIN_LOGIN_USER_RATE", "10000/m")
 os.environ.setdefault("MEMORYADMIN_SOURCE_ALLOW_PRIVATE_ADDRESSES", "true")
 # Tests build local sources under pytest's temporary folders: that is the allowed root.
 os.environ.setdefault("MEMORYADMIN_SOURCE_LOCAL_ROOTS", os.path.realpath(tempfile.gettempdir()))
+# Embedding every mirrored chunk would load the model in every test that mirrors: the
+# semantic tests (tests/semantic) switch it on where they mean it.
+os.environ.setdefault("MEMORYADMIN_SEMANTIC_ENABLED", "false")
 # One queue per test session, so parallel runs on one broker never take each other's tasks.
 os.environ.setdefault("MEMORYADMIN_CELERY_QUEUE", f"memoryadmin-test-{os.getpid()}")
 

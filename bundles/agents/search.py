@@ -1,7 +1,9 @@
-"""search_memory: keyword search over the team's served memory, ranked in the database.
+"""search_memory: hybrid search over the team's served memory.
 
-The matching (PostgreSQL full text, SQLite FTS5) and the reciprocal rank fusion live in
-`bundles.agents.ranking`; this module filters, ranks and shapes the answer.
+Two signals over the same filtered chunks: keyword (PostgreSQL full text, SQLite FTS5;
+`bundles.agents.ranking`) and meaning (nearest vectors of the team's model;
+`bundles.agents.meaning`), fused by reciprocal rank fusion. Without the semantic extra, or for
+a team whose model does not run here, it is keyword search alone (`ranking` says which).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from bundles.agents.errors import AgentError
+from bundles.agents.meaning import CANDIDATES, clean_vector, meaning_hits
 from bundles.agents.ranking import fuse, keyword_hits, query_terms
 from bundles.agents.readmodel import (
     FLAGGED,
@@ -106,11 +109,18 @@ def search_memory(
     repository: Any = None,
     limit: Any = None,
     include_flagged: bool = False,
+    vector: Any = None,
     now: datetime | None = None,
 ) -> dict[str, Any]:
-    """Ranked results over the team's served memory; raises AgentError on bad input."""
+    """Ranked results over the team's served memory; raises AgentError on bad input.
+
+    `query` (text) or `vector` (the team's model) or both: the text feeds the keyword signal
+    (and the meaning one when no vector is given), the vector the meaning signal."""
     now = now or timezone.now()
-    query = clean_text(query, field="query", max_chars=MAX_QUERY_CHARS)
+    query_vector = clean_vector(team, vector)
+    query = clean_text(
+        query, field="query", max_chars=MAX_QUERY_CHARS, required=query_vector is None
+    )
     scopes = clean_list(scopes, field="scope", max_items=20, max_chars=1000)
     types = clean_list(types, field="type", max_items=20, max_chars=64)
     unknown = sorted(set(types) - set(TYPE_FILTERS))
@@ -138,7 +148,12 @@ def search_memory(
         include_flagged=include_flagged,
         now=now,
     )
-    ranked = fuse({"keyword": keyword_hits(chunks, query, limit)})[:limit]
+    depth = max(limit, CANDIDATES)
+    signals = {"keyword": keyword_hits(chunks, query, depth) if query else []}
+    meaning, why_not = meaning_hits(team, chunks, text=query, vector=query_vector, limit=depth)
+    if not why_not:
+        signals["meaning"] = meaning
+    ranked = fuse(signals)[:limit]
     ids = [pk for pk, _, _ in ranked]
     by_id = {
         chunk.pk: chunk
@@ -163,18 +178,21 @@ def search_memory(
             continue
         item = chunk_result(chunk, origins_by_chunk.get(pk, []))
         lowered = chunk.content.lower()
-        item["score"] = round(per["keyword"].score, 6)
+        # The keyword score when the words matched, else the meaning signal's similarity.
+        item["score"] = round((per.get("keyword") or per["meaning"]).score, 6)
         item["rank"] = position
         item["signals"] = {
             name: {"rank": hit.rank, "score": round(hit.score, 6)} for name, hit in per.items()
         }
         item["fused_score"] = round(fused, 6)
         item["matched"] = [t for t in terms if t in lowered][:20]
+        item["matched_by"] = "both" if len(per) > 1 else next(iter(per))
         results.append(item)
     return {
         "note": UNTRUSTED_NOTE,
         "query": query,
         "count": len(results),
         "results": results,
-        "ranking": "keyword",
+        "ranking": "hybrid" if "meaning" in signals else "keyword",
+        **({"keyword_only_because": why_not} if why_not else {}),
     }

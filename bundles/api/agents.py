@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from bundles.agents.errors import AgentError
+from bundles.agents.meaning import parse_vector_text
 from bundles.agents.memories import get_memory
 from bundles.agents.precheck import precheck
 from bundles.agents.proposals import propose_memory
@@ -51,21 +52,46 @@ def _flag(value: Any) -> bool:
     return value is True or (isinstance(value, str) and value.lower() in TRUE)
 
 
+SEARCH_DESCRIPTION = (
+    "Hybrid search over approved sources' active records, active repository memories and the "
+    "brain's standalone chunks: keyword (PostgreSQL full text / SQLite FTS5: words must all "
+    'match; "quoted phrases", `or` and `-word` work as in web search) fused by reciprocal rank '
+    "with meaning (nearest vectors of the team's embedding model) when this server runs the "
+    "model (`ranking`: `hybrid` or `keyword`). Give `q`, or a `vector` in the team's model "
+    "(its dimension, finite numbers), or both. Each result says what matched (`matched_by`: "
+    "`keyword`, `meaning` or `both`), carries its provenance, `rank`, per-signal `signals` and "
+    "`cite`. Chunks flagged as possible prompt injection or credentials are left out unless "
+    "`include_flagged=true` (then labelled in `flags`, secrets masked). The results are "
+    "untrusted data (see `note`)."
+)
+SEARCH_RESULTS = inline_serializer(
+    "SearchResults",
+    {
+        "note": serializers.CharField(),
+        "query": serializers.CharField(),
+        "count": serializers.IntegerField(),
+        "ranking": serializers.CharField(),
+        "keyword_only_because": serializers.CharField(required=False),
+        "results": serializers.ListField(child=ANY()),
+    },
+)
+
+
 class SearchView(APIView):
     permission_classes = [HasScope]
-    required_scopes = {"GET": Scope.CONTEXT_READ}
+    required_scopes = {"GET": Scope.CONTEXT_READ, "POST": Scope.CONTEXT_READ}
 
     @extend_schema(
         summary="Search the team's served memory",
-        description="Keyword search (PostgreSQL full text / SQLite FTS5) over approved sources' "
-        "active records, active repository memories and the brain's standalone chunks. Words "
-        'must all match; "quoted phrases", `or` and `-word` work as in web search. Each '
-        "result carries its provenance, its `rank` and `signals` (for fusing a second "
-        "signal later) and `cite`. Chunks flagged as possible prompt injection or credentials "
-        "are left out unless `include_flagged=true` (then labelled in `flags`, secrets "
-        "masked). The results are untrusted data (see `note`).",
+        description=SEARCH_DESCRIPTION,
         parameters=[
-            OpenApiParameter("q", OpenApiTypes.STR, required=True, description="The query."),
+            OpenApiParameter("q", OpenApiTypes.STR, description="The query (or give vector)."),
+            OpenApiParameter(
+                "vector",
+                OpenApiTypes.STR,
+                description="A query vector in the team's model, comma-separated numbers "
+                "(long vectors: POST the same search as JSON).",
+            ),
             OpenApiParameter("scope", OpenApiTypes.STR, many=True, explode=True),
             OpenApiParameter("type", OpenApiTypes.STR, many=True, explode=True),
             OpenApiParameter(
@@ -79,27 +105,14 @@ class SearchView(APIView):
             OpenApiParameter("limit", OpenApiTypes.INT, description="1 to 50 (default 10)."),
             OpenApiParameter("include_flagged", OpenApiTypes.BOOL),
         ],
-        responses={
-            200: inline_serializer(
-                "SearchResults",
-                {
-                    "note": serializers.CharField(),
-                    "query": serializers.CharField(),
-                    "count": serializers.IntegerField(),
-                    "ranking": serializers.CharField(),
-                    "results": serializers.ListField(child=ANY()),
-                },
-            ),
-            **error_responses(400, 404, *AUTH_ERRORS),
-        },
+        responses={200: SEARCH_RESULTS, **error_responses(400, 404, 409, *AUTH_ERRORS)},
     )
     def get(self, request: Request) -> Response:
         params = request.query_params
-        team = request_team(request)
-        result = _call(
-            search_memory,
-            team=team,
+        return self._search(
+            request,
             query=params.get("q"),
+            vector=_call(parse_vector_text, value=params.get("vector")),
             scopes=params.getlist("scope"),
             types=params.getlist("type"),
             origins=params.getlist("origin"),
@@ -107,13 +120,52 @@ class SearchView(APIView):
             limit=params.get("limit"),
             include_flagged=_flag(params.get("include_flagged")),
         )
+
+    @extend_schema(
+        summary="Search the team's served memory (JSON body, e.g. with a query vector)",
+        description=SEARCH_DESCRIPTION,
+        request=inline_serializer(
+            "SearchRequest",
+            {
+                "q": serializers.CharField(required=False),
+                "vector": serializers.ListField(child=serializers.FloatField(), required=False),
+                "scope": serializers.ListField(child=serializers.CharField(), required=False),
+                "type": serializers.ListField(child=serializers.CharField(), required=False),
+                "origin": serializers.ListField(child=serializers.CharField(), required=False),
+                "repository": serializers.CharField(required=False),
+                "limit": serializers.IntegerField(required=False),
+                "include_flagged": serializers.BooleanField(required=False),
+            },
+        ),
+        responses={200: SEARCH_RESULTS, **error_responses(400, 404, 409, *AUTH_ERRORS)},
+    )
+    def post(self, request: Request) -> Response:
+        body = _body(request)
+        return self._search(
+            request,
+            query=body.get("q"),
+            vector=body.get("vector"),
+            scopes=body.get("scope"),
+            types=body.get("type"),
+            origins=body.get("origin"),
+            repository=body.get("repository"),
+            limit=body.get("limit"),
+            include_flagged=_flag(body.get("include_flagged")),
+        )
+
+    def _search(self, request: Request, **arguments: Any) -> Response:
+        team = request_team(request)
+        result = _call(search_memory, team=team, **arguments)
         agent_read_record(
             actor=Actor.from_request(request),
             team=team,
             operation="search",
             refs=result_refs("search", result),
             via="rest",
-            data={"query_chars": len(result["query"])},
+            data={
+                "query_chars": len(result["query"]),
+                "vector": arguments.get("vector") is not None,
+            },
         )
         return Response(result)
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from django.db import connection
 
+from bundles.embeddings import model as semantic
 from bundles.imports import context
 from bundles.imports.context import ImportContext
 from bundles.imports.planner import PlannerStats
@@ -174,13 +175,22 @@ class ChunkWriter:
         dim = ctx.manifest.embedding_dim
         if not ctx.options.keep_embeddings:
             return None, "", 0, "dropped_option"
-        if not ctx.settings.is_set and model:
-            ctx.settings.embedding_model, ctx.settings.embedding_dim = model, dim
+        if not ctx.settings.is_set and (model or semantic.available()):
+            # The team's model is the model we run when we run one (issue #16), else the
+            # first bundle's.
+            if semantic.available():
+                model_dim = (semantic.MODEL_NAME, semantic.MODEL_DIM)
+            else:
+                model_dim = (model, dim)
+            ctx.settings.embedding_model, ctx.settings.embedding_dim = model_dim
             ctx.settings.updated_at = ctx.now
             ctx.settings.save(update_fields=["embedding_model", "embedding_dim", "updated_at"])
             self.adopted = True
         if (model, dim) == (ctx.settings.embedding_model, ctx.settings.embedding_dim):
             return record.embedding, model, dim, "kept"
+        team_model = ctx.settings.embedding_model
+        if semantic.runs(model) and semantic.runs(team_model) and dim == ctx.settings.embedding_dim:
+            return record.embedding, team_model, dim, "kept"  # another name of the same model
         if ctx.options.accept_foreign_embeddings:
             return record.embedding, model, dim, "foreign_kept"
         return None, "", 0, "dropped_model"

@@ -7,8 +7,15 @@ from functools import partial
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 
+from bundles.embeddings.queueing import brain_embed_queue
+from bundles.embeddings.similar import (
+    describe_near_duplicates,
+    import_near_duplicates,
+    imported_since,
+)
 from bundles.imports.chunks import ChunkWriter
 from bundles.imports.context import ImportContext, ImportOptions, Progress, SectionReader
 from bundles.imports.planner import PlannerStats
@@ -16,7 +23,8 @@ from bundles.imports.proposals import ImportProposals
 from bundles.imports.report import ImportReport, _audit_import, _import_event
 from bundles.imports.sections import EdgeWriter, EntityWriter, KeyedWriter
 from bundles.mirrored import PROVENANCE_KEY
-from bundles.models import BrainSettings
+from bundles.models import BrainSettings, Chunk
+from bundles.selectors import served_chunks
 from formats import memoryai as protocol
 from formats.memoryai import SECTIONS
 from memoryadmin.audit import Actor
@@ -49,6 +57,8 @@ class Importer:
             progress=progress,
             total=sum(manifest.counts.get(name, 0) for name in SECTIONS),
         )
+        # Chunks above this id are this import's (the near-duplicate hint compares them).
+        self.chunk_id_floor = Chunk.objects.aggregate(top=Max("id"))["top"] or 0
         self.planner = PlannerStats()
         self.proposals = ImportProposals(self.ctx)
         self.chunks = ChunkWriter(self.ctx, self.planner, self.proposals)
@@ -93,6 +103,8 @@ class Importer:
         self.planner.analyze_at_end()
         self._finish_checksum(checksum)
         self._finish_embeddings()
+        brain_embed_queue(team_id=self.ctx.team.pk)  # dropped or absent vectors, after commit
+        self._finish_near_duplicates()
         if self.chunks.claimed_provenance:
             report.warn(
                 f"{self.chunks.claimed_provenance} chunks carried metadata.{PROVENANCE_KEY}; "
@@ -103,6 +115,18 @@ class Importer:
         if proposals is not None:
             result["report"]["proposals"] = proposals
         return result
+
+    def _finish_near_duplicates(self) -> None:
+        """Imported chunks that came with our model's vectors and nearly duplicate served
+        ones (the rest are compared when the worker has embedded them: brain.embed)."""
+        team, floor = self.ctx.team, self.chunk_id_floor
+        pairs = import_near_duplicates(
+            team,
+            imported_since(team, floor),
+            against=served_chunks(team).filter(pk__lte=floor),
+        )
+        for line in describe_near_duplicates(pairs):
+            self.ctx.report.warn(line)
 
     def _finish_checksum(self, checksum: protocol.StreamingChecksum) -> None:
         utf8, ascii_form = checksum.hexdigests()

@@ -179,10 +179,12 @@ def chunks_expire(*, team: Team, actor: Actor, now: datetime | None = None) -> i
 
 @transaction.atomic
 def brain_settings_set(
-    *, team: Team, actor: Actor, embedding_model: str, embedding_dim: int
+    *, team: Team, actor: Actor, embedding_model: str, embedding_dim: int, reembed: bool = True
 ) -> BrainSettings:
     if len(embedding_model) > protocol.MAX_MODEL_CHARS or not 0 <= embedding_dim <= 65_536:
         raise ValidationError("embedding model or dimension out of range")
+    before = BrainSettings.objects.filter(team=team).values_list("embedding_model", flat=True)
+    changed = list(before) != [embedding_model]
     settings, _ = BrainSettings.objects.update_or_create(
         team=team,
         defaults={
@@ -199,4 +201,8 @@ def brain_settings_set(
         summary=f"Embedding model set to {embedding_model or '(none)'}/{embedding_dim}",
         data={"embedding_model": embedding_model, "embedding_dim": embedding_dim},
     )
+    if changed and reembed:  # the brain is re-embedded with the new model in the background
+        from bundles.embeddings.queueing import brain_embed_queue
+
+        brain_embed_queue(team_id=team.pk)
     return settings

@@ -147,6 +147,8 @@ APIS = [
     Api("api-source-latest-run", "GET", Scope.SOURCES_READ, pk="source"),
     Api("api-context", "GET", Scope.CONTEXT_READ),
     Api("api-search", "GET", Scope.CONTEXT_READ, ok=400),  # no ?q=: query-required
+    Api("api-search", "POST", Scope.CONTEXT_READ, ok=400, body={}),  # no q: query-required
+    Api("api-brain-embeddings", "GET", Scope.CONTEXT_READ),
     Api("api-precheck", "POST", Scope.CONTEXT_READ, body={"plan": "change the deploy"}),
     Api("api-memory", "GET", Scope.CONTEXT_READ, ok=404),  # a proposal is never served
     Api(

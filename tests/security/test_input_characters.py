@@ -49,6 +49,7 @@ QUERY_NAMES = [
     "status",
     "team",
     "type",
+    "vector",
     "was",
     "x",
 ]

@@ -1,0 +1,203 @@
+"""Hints for people, never decisions: which served memories a text is close to in meaning.
+
+A reviewer sees, on a proposal's page and in the queue, the most similar active memories (the
+proposal's own repository first): "possible duplicate" from SEMANTIC_DUPLICATE_PERCENT cosine
+similarity, "related" from SEMANTIC_RELATED_PERCENT. Similarity measures topic, not
+contradiction, so nothing here approves, rejects or blocks. The import report names imported
+chunks that nearly duplicate served ones (import_near_duplicates).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db.models import QuerySet
+
+from bundles.embeddings import model as embedding_model
+from bundles.embeddings import store
+from bundles.embeddings.team_model import searchable_model
+from bundles.models import Chunk, ChunkOrigin
+from bundles.secrets import mask_secrets
+from bundles.selectors import served_chunks
+from formats.crosswalk import chunk_content
+from memoryadmin.models import Team
+
+DUPLICATE = "possible duplicate"
+RELATED = "related"
+HINTS_PER_TEXT = 3
+CANDIDATES = 12
+
+
+@dataclass
+class Similar:
+    chunk_id: int
+    similarity: float
+    label: str
+    text: str  # the memory's text, secrets masked (the template escapes it)
+    same_repository: bool = False
+    origin: dict[str, Any] = field(default_factory=dict)  # kind, ids for the link
+
+    @property
+    def percent(self) -> int:
+        return round(self.similarity * 100)
+
+
+def _label(similarity: float) -> str | None:
+    if similarity * 100 >= settings.SEMANTIC_DUPLICATE_PERCENT:
+        return DUPLICATE
+    if similarity * 100 >= settings.SEMANTIC_RELATED_PERCENT:
+        return RELATED
+    return None
+
+
+def similar_to_texts(
+    team: Team, texts: list[str], *, repository_id: int | None = None, exclude: Iterable[int] = ()
+) -> list[list[Similar]]:
+    """For each text, up to HINTS_PER_TEXT served memories similar enough to show."""
+    model_dim = searchable_model(team)
+    if model_dim is None or not texts:
+        return [[] for _ in texts]
+    model, dim = model_dim
+    chunks = served_chunks(team).exclude(pk__in=list(exclude))
+    vectors = embedding_model.encode(texts)
+    found = []
+    for vector in vectors:
+        near = store.nearest(chunks, vector, model=model, dim=dim, limit=CANDIDATES)
+        found.append([(n.chunk_id, n.similarity) for n in near if _label(n.similarity)])
+    return _describe(team, found, repository_id)
+
+
+def _describe(
+    team: Team, found: list[list[tuple[int, float]]], repository_id: int | None
+) -> list[list[Similar]]:
+    ids = {pk for hits in found for pk, _ in hits}
+    chunks = {
+        c.pk: c for c in Chunk.objects.filter(pk__in=ids).only("id", "content", "secret_findings")
+    }
+    origins: dict[int, dict[str, Any]] = {}
+    for origin in ChunkOrigin.objects.filter(chunk_id__in=ids, active=True).order_by("id"):
+        origins.setdefault(origin.chunk_id, {"kind": origin.kind, **origin.metadata})
+    _link_memories(origins)
+    group = f"repository:{repository_id}" if repository_id is not None else None
+    same_repo = set(
+        ChunkOrigin.objects.filter(chunk_id__in=ids, active=True, group=group).values_list(
+            "chunk_id", flat=True
+        )
+        if group
+        else []
+    )
+    answer = []
+    for hits in found:
+        items = [
+            Similar(
+                chunk_id=pk,
+                similarity=similarity,
+                label=_label(similarity) or RELATED,
+                text=mask_secrets(chunks[pk].content, chunks[pk].secret_findings),
+                same_repository=pk in same_repo,
+                origin=origins.get(pk, {"kind": "brain"}),
+            )
+            for pk, similarity in hits
+            if pk in chunks
+        ]
+        # The proposal's own repository first, then the closest.
+        items.sort(key=lambda s: (not s.same_repository, -s.similarity, -s.chunk_id))
+        answer.append(items[:HINTS_PER_TEXT])
+    return answer
+
+
+def _link_memories(origins: dict[int, dict[str, Any]]) -> None:
+    """Repository origins get the pk of their memory's page (reviews' proposal page)."""
+    from reviews.models import Memory
+
+    wanted = [o for o in origins.values() if o["kind"] == "repository"]
+    if not wanted:
+        return
+    pks = {
+        (repo, memory_id): pk
+        for pk, repo, memory_id in Memory.objects.filter(
+            repository_id__in={o.get("repository_id") for o in wanted},
+            memory_id__in={o.get("memory_id") for o in wanted},
+        ).values_list("pk", "repository_id", "memory_id")
+    }
+    for origin in wanted:
+        origin["memory_pk"] = pks.get((origin.get("repository_id"), origin.get("memory_id")))
+
+
+def proposal_hints(memories: Iterable[Any]) -> dict[int, list[Similar]]:
+    """Memory pk -> hints, for MemoryRail proposals (reviews.models.Memory), one batch."""
+    memories = [m for m in memories if getattr(m, "pk", None) is not None]
+    if not memories or not embedding_model.available():
+        return {}
+    by_key: dict[tuple[int, int], list[Any]] = {}
+    for memory in memories:
+        by_key.setdefault((memory.team_id, memory.repository_id), []).append(memory)
+    hints: dict[int, list[Similar]] = {}
+    for (team_id, repository_id), group in by_key.items():
+        team = group[0].team if hasattr(group[0], "team") else Team.objects.get(pk=team_id)
+        refs = [f"repository:{repository_id}:{m.memory_id}" for m in group]
+        own = ChunkOrigin.objects.filter(team_id=team_id, ref__in=refs).values_list(
+            "chunk_id", flat=True
+        )
+        texts = [chunk_content(m.title, m.body) for m in group]
+        for memory, found in zip(
+            group,
+            similar_to_texts(team, texts, repository_id=repository_id, exclude=list(own)),
+            strict=True,
+        ):
+            hints[memory.pk] = found
+    return hints
+
+
+NEAR_DUPLICATE_CHECKS = 200  # imported chunks compared per import (a hint, not an audit)
+
+
+def import_near_duplicates(
+    team: Team, chunk_ids: list[int], *, against: QuerySet[Chunk] | None = None, limit: int = 20
+) -> list[dict[str, Any]]:
+    """Of these chunks (with a vector of the team's model), those that nearly duplicate a
+    served chunk outside them: [{"chunk_id", "duplicate_of", "similarity"}], closest first."""
+    model_dim = searchable_model(team)
+    if model_dim is None or not chunk_ids:
+        return []
+    model, dim = model_dim
+    served = (against if against is not None else served_chunks(team)).exclude(pk__in=chunk_ids)
+    pairs = []
+    rows = Chunk.objects.filter(
+        pk__in=chunk_ids[:NEAR_DUPLICATE_CHECKS], embedding_model=model, embedding_dim=dim
+    ).values_list("id", "embedding")
+    for pk, blob in rows:
+        vector = store.from_blob(blob, dim) if blob is not None else None
+        if vector is None:
+            continue
+        near = store.nearest(served, vector, model=model, dim=dim, limit=1)
+        if near and near[0].similarity * 100 >= settings.SEMANTIC_DUPLICATE_PERCENT:
+            pairs.append(
+                {
+                    "chunk_id": pk,
+                    "duplicate_of": near[0].chunk_id,
+                    "similarity": round(near[0].similarity, 4),
+                }
+            )
+    pairs.sort(key=lambda p: (-p["similarity"], p["chunk_id"]))
+    return pairs[:limit]
+
+
+def describe_near_duplicates(pairs: list[dict[str, Any]]) -> list[str]:
+    return [
+        f"imported chunk #{p['chunk_id']} nearly duplicates served chunk "
+        f"#{p['duplicate_of']} ({round(p['similarity'] * 100)}% similar)"
+        for p in pairs
+    ]
+
+
+def imported_since(team: Team, floor: int) -> list[int]:
+    """The ids of the team's imported chunks above `floor` (this import's), first ones first."""
+    return list(
+        Chunk.objects.filter(team=team, pk__gt=floor, origin="import")
+        .order_by("id")
+        .values_list("id", flat=True)[:NEAR_DUPLICATE_CHECKS]
+    )

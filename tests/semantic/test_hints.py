@@ -1,0 +1,143 @@
+"""Reviewer hints: on a proposal's page and in the queue, the active memories a proposal is
+close to (same repository first), labelled, linked, side by side; and the import report's
+near duplicates."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from bundles.embeddings import model as embedding_model
+from bundles.embeddings.lifecycle import brain_embed
+from bundles.embeddings.similar import DUPLICATE, RELATED, proposal_hints
+from bundles.imports import bundle_import
+from bundles.models import Chunk
+from memoryadmin.audit import Actor
+from memoryadmin.models import AuditEvent
+from reviews.models import Memory, MemoryStatus
+from tests.agents.conftest import add_memories
+from tests.bundles.helpers import chunk, embedding, make_bundle
+from tests.semantic.conftest import make_chunk
+
+MEMORIES = {
+    "20260401-retry-uploads": dict(
+        type="gotcha",
+        title="Uploads to the storage bucket time out after 30 seconds",
+        body="Large uploads must be split into parts of at most 50 MB.\n",
+    ),
+    "20260402-upload-timeouts": dict(
+        type="gotcha",
+        title="Uploads to the storage bucket time out after thirty seconds",
+        status="proposed",
+        body="Split large uploads into parts of at most 50 MB each.\n",
+    ),
+    "20260403-lunch": dict(
+        type="decision",
+        title="Team lunch is on Thursdays",
+        status="proposed",
+        body="We meet at noon in the kitchen.\n",
+    ),
+}
+
+
+@pytest.fixture
+def proposals(semantic, team, repository, remote, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
+    with django_capture_on_commit_callbacks(execute=True):
+        add_memories(remote, repository, MEMORIES)
+    make_chunk(team, "Object storage uploads can be slow for big files.")
+    brain_embed(team_id=team.pk)
+    return {m.memory_id: m for m in Memory.objects.filter(repository=repository)}
+
+
+def test_a_near_copy_of_an_active_memory_is_a_possible_duplicate_from_the_same_repository(
+    proposals,
+):
+    proposal = proposals["20260402-upload-timeouts"]
+    hints = proposal_hints([proposal])[proposal.pk]
+    assert hints, "expected at least one hint"
+    first = hints[0]
+    assert first.label == DUPLICATE and first.same_repository
+    assert first.origin["memory_id"] == "20260401-retry-uploads"
+    assert first.origin["memory_pk"] == proposals["20260401-retry-uploads"].pk
+    assert all(h.label in (DUPLICATE, RELATED) for h in hints)
+    # The unrelated proposal has nothing close enough to show.
+    lunch = proposals["20260403-lunch"]
+    assert proposal_hints([lunch]).get(lunch.pk) == []
+
+
+def test_the_proposal_page_shows_the_hint_with_a_link_and_both_texts(
+    proposals, client, reviewer_user, team
+):
+    proposal = proposals["20260402-upload-timeouts"]
+    original = proposals["20260401-retry-uploads"]
+    client.force_login(reviewer_user)
+    page = client.get(f"/t/{team.slug}/reviews/p/{proposal.pk}/").content.decode()
+    assert "Similar active memories" in page and "possible duplicate" in page
+    assert f'href="/t/{team.slug}/reviews/p/{original.pk}/"' in page
+    assert "time out after 30 seconds" in page  # the active memory's text
+    assert "time out after thirty seconds" in page  # beside the proposal's
+    assert "nothing here approves or rejects" in page
+
+
+def test_the_queue_shows_hints_for_the_proposals_of_its_page(
+    proposals, client, reviewer_user, team
+):
+    client.force_login(reviewer_user)
+    page = client.get(f"/t/{team.slug}/reviews/").content.decode()
+    assert "Similar active memories" in page
+    shown = set(re.findall(r'data-proposal="(\d+)"', page))
+    assert shown == {str(proposals["20260402-upload-timeouts"].pk)}
+
+
+def test_without_semantic_search_the_pages_show_no_hints(
+    team,
+    repository,
+    remote,
+    client,
+    reviewer_user,
+    settings,
+):
+    settings.SEMANTIC_ENABLED = False
+    add_memories(remote, repository, MEMORIES)
+    proposal = Memory.objects.get(memory_id="20260402-upload-timeouts")
+    assert proposal.status == MemoryStatus.PROPOSED
+    client.force_login(reviewer_user)
+    page = client.get(f"/t/{team.slug}/reviews/p/{proposal.pk}/").content.decode()
+    assert "Similar active memories" not in page
+
+
+def _served_deploy_note(team):  # type: ignore[no-untyped-def]
+    served = make_chunk(team, "Deploys go out on Tuesdays after the release review.")
+    brain_embed(team_id=team.pk)
+    return served
+
+
+def test_the_import_report_names_imported_chunks_that_nearly_duplicate_served_ones(semantic, team):
+    served = _served_deploy_note(team)
+    text = "Deploys go out every Tuesday after the release review."
+    vector = embedding_model.encode([text])[0].tolist()
+    bundle = make_bundle(
+        chunks=[chunk(1, text, embedding=embedding(vector)), chunk(2, "Lunch is at noon.")],
+        model=embedding_model.MODEL_NAME,
+        dim=embedding_model.MODEL_DIM,
+    )
+    result = bundle_import(team=team, actor=Actor.system(), bundle=bundle)
+    imported = Chunk.objects.get(team=team, content=text)
+    expected = f"imported chunk #{imported.pk} nearly duplicates served chunk #{served.pk}"
+    assert any(w.startswith(expected) for w in result["report"]["warnings"])
+    assert not any("Lunch" in w for w in result["report"]["warnings"])
+
+
+def test_imported_chunks_embedded_later_are_compared_by_the_worker(
+    semantic, team, django_capture_on_commit_callbacks
+):
+    served = _served_deploy_note(team)
+    text = "Deploys go out every Tuesday after the release review."
+    with django_capture_on_commit_callbacks(execute=True):
+        bundle_import(team=team, actor=Actor.system(), bundle=make_bundle(chunks=[chunk(1, text)]))
+    imported = Chunk.objects.get(team=team, content=text)
+    event = AuditEvent.objects.get(team=team, action="bundle.import_near_duplicates")
+    assert event.data["report"]["warnings"][0].startswith(
+        f"imported chunk #{imported.pk} nearly duplicates served chunk #{served.pk}"
+    )
