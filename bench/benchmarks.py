@@ -56,10 +56,17 @@ def _against(
     *,
     seconds: str = "seconds",
     also: bool = True,
+    earlier: tuple[str, dict[str, Any]] | None = None,
+    scale: int | None = None,
 ) -> None:
     """A row: `result` as a ratio to a baseline of the same run; holds at `limit` or below
-    (and `also`); `limit` None: informative."""
+    (and `also`); `limit` None: informative. `earlier`: the baseline of earlier rounds, whose
+    ratio is shown too."""
     ratio = _ratio(result[seconds], base[1]["seconds"])
+    before = ""
+    if earlier is not None:
+        before = f"{_ratio(result[seconds], earlier[1]['seconds']):.1f}x {earlier[0]}"
+        before += f" {_seconds(earlier[1]['seconds'])}"
     holds = None if limit is None else ratio <= limit and also
     run.add(
         Row(
@@ -71,6 +78,9 @@ def _against(
             target,
             holds,
             _mb(result["rss_growth_mb"]),
+            before,
+            result[seconds],
+            scale,
         )
     )
 
@@ -82,8 +92,12 @@ def _faster(
     fast: dict[str, Any],
     slow: tuple[str, dict[str, Any]],
     at_least: float,
+    *,
+    scale: int | None = None,
+    limit: tuple[str, dict[str, Any]] | None = None,
 ) -> None:
-    """A row: how many times faster `fast` was than `slow`; holds at `at_least` or more."""
+    """A row: how many times faster `fast` was than `slow`; holds at `at_least` or more.
+    `limit`: a physical-limit baseline, whose ratio is shown in the earlier-baseline column."""
     speedup = slow[1]["seconds"] / fast["seconds"] if fast["seconds"] else float("inf")
     run.add(
         Row(
@@ -95,6 +109,12 @@ def _faster(
             f">= {at_least:g}x faster",
             speedup >= at_least,
             _mb(fast["rss_growth_mb"]),
+            ""
+            if limit is None
+            else f"{_ratio(fast['seconds'], limit[1]['seconds']):.1f}x {limit[0]} "
+            f"{_seconds(limit[1]['seconds'])}",
+            fast["seconds"],
+            scale,
         )
     )
 
@@ -115,17 +135,20 @@ def bench_brain(run: Run) -> None:
         if first["chunks"]["inserted"] != chunks:
             raise SystemExit(f"import inserted {first['chunks']} of {chunks}")
         again = run.step("brain_import", team=team, path=str(path))
+        floor = run.step("reimport_baseline", team=team, path=str(path))
         names = ("import, empty team", "re-import, all duplicates")
-        _import_rows(run, names, label, base, first, again)
+        _import_rows(run, names, label, base, first, again, floor, chunks)
         base = run.step("export_baseline", team=team)
         for kind in ("json", "ndjson"):
             result = run.step("brain_export", team=team, kind=kind)
             name = f"export, {'JSON' if kind == 'json' else 'NDJSON stream'}"
             target = "<= 3x COPY, < 150 MB"
             also = result["rss_growth_mb"] < 150
-            _against(run, name, label, result, ("COPY TO", base), target, 3, also=also)
+            _against(
+                run, name, label, result, ("COPY TO", base), target, 3, also=also, scale=chunks
+            )
+        bench_own_export(run, team, label, base_import=import_base, scale=chunks)
         path.unlink(missing_ok=True)
-        bench_own_export(run, team, label, base_import=import_base)
 
 
 def _import_rows(
@@ -135,39 +158,54 @@ def _import_rows(
     base: dict[str, Any],
     first: dict[str, Any],
     again: dict[str, Any],
+    floor: dict[str, Any],
+    scale: int,
 ) -> None:
-    """The rows of an import into an empty team (against COPY) and of the same again."""
-    _against(run, names[0], label, first, ("COPY FROM", base), "<= 5x COPY", 5)
-    _faster(run, names[1], label, again, ("first import", first), 5)
+    """The rows of an import into an empty team (against COPY) and of the same again (against
+    its irreducible work: parse, checksum, hash look-up, edge and entity upserts)."""
+    _against(run, names[0], label, first, ("COPY FROM", base), "<= 5x COPY", 5, scale=scale)
+    target = "<= 2x irreducible"
+    irreducible = ("parse + checksum + look-up + upserts", floor)
+    earlier = ("first import", first)
+    _against(run, names[1], label, again, irreducible, target, 2, earlier=earlier, scale=scale)
 
 
-def bench_own_export(run: Run, team: str, label: str, *, base_import: dict[str, Any]) -> None:
+def bench_own_export(
+    run: Run, team: str, label: str, *, base_import: dict[str, Any], scale: int
+) -> None:
     """2 again with the bundle our export wrote: manifest last (so the head is read in a pass
     of its own), a checksum to verify, canonical records. The COPY baseline is the same."""
     path = run.workdir / f"export-{team}.json"
     run.step("brain_export_file", team=team, path=str(path))
     first = run.step("brain_import", team=f"{team}-own", path=str(path))
     again = run.step("brain_import", team=f"{team}-own", path=str(path))
+    floor = run.step("reimport_baseline", team=f"{team}-own", path=str(path))
     names = ("import of our own export, empty team", "re-import of our own export")
-    _import_rows(run, names, label, base_import, first, again)
+    _import_rows(run, names, label, base_import, first, again, floor, scale)
     path.unlink(missing_ok=True)
 
 
-def bench_source(run: Run) -> int:
-    """3: cold and unchanged refresh of a local source; returns the source id for the web run."""
-    records = run.args.records
-    root = run.workdir / "source"
-    data.write_source(root, records)
-    label = f"{records:,} records"
-    base = run.step("source_baseline", path=str(root))
-    source_id = run.step("source_setup", team="bench-source", path=str(root))["source_id"]
-    cold = run.step("source_refresh", source_id=source_id)
-    warm = run.step("source_refresh", source_id=source_id)
-    _against(
-        run, "source refresh, cold", label, cold, ("read + parse", base), "<= 2x read + parse", 2
-    )
-    _faster(run, "source refresh, unchanged", label, warm, ("cold", cold), 20)
-    return source_id
+def bench_source(run: Run) -> int | None:
+    """3: cold and unchanged refresh of a local source at each size; returns the first size's
+    source id for the web run."""
+    first_id = None
+    for records in run.args.records:
+        root = run.workdir / f"source-{records}"
+        data.write_source(root, records)
+        label = f"{records:,} records"
+        limit = ("read + C parse", run.step("source_c_baseline", path=str(root)))
+        strict = ("read + strict parse", run.step("source_baseline", path=str(root)))
+        team = "bench-source" if first_id is None else f"bench-source-{records}"
+        source_id = run.step("source_setup", team=team, path=str(root))["source_id"]
+        first_id = source_id if first_id is None else first_id
+        cold = run.step("source_refresh", source_id=source_id)
+        warm = run.step("source_refresh", source_id=source_id)
+        target = "<= 3x read + C parse"
+        name = "source refresh, cold"
+        _against(run, name, label, cold, limit, target, 3, earlier=strict, scale=records)
+        name = "source refresh, unchanged"
+        _faster(run, name, label, warm, ("cold", cold), 20, scale=records, limit=limit)
+    return first_id
 
 
 def bench_review_index(run: Run) -> tuple[int, Path]:
@@ -176,12 +214,14 @@ def bench_review_index(run: Run) -> tuple[int, Path]:
     repository_id = run.step("review_setup", team="bench-review", remote_url=bare.as_uri())[
         "repository_id"
     ]
-    base = run.step("index_baseline", remote_url=bare.as_uri())
+    limit = ("clone + C parse", run.step("index_c_baseline", remote_url=bare.as_uri()))
+    strict = ("clone + strict parse", run.step("index_baseline", remote_url=bare.as_uri()))
     index = run.step("review_index", repository_id=repository_id)
     if index["proposed"] != proposals:
         raise SystemExit(f"indexed {index['proposed']} proposals, expected {proposals}")
     size = f"{memories:,} memories, {proposals:,} proposals"
-    _against(run, "review: index (sync)", size, index, ("clone + parse", base), "(none set)", None)
+    name, target = "review: index (sync)", "<= 2x clone + C parse"
+    _against(run, name, size, index, limit, target, 2, earlier=strict, scale=memories)
     return repository_id, bare
 
 
@@ -253,7 +293,7 @@ def bench_web(run: Run, source_id: int | None, review: bool) -> None:
     served = _gunicorn(run, cookie, urls)
     sizes = {
         "review queue": f"{run.args.proposals:,} proposals",
-        "source page": f"{run.args.records:,} records",
+        "source page": f"{run.args.records[0]:,} records",
     }
     for how, timings in (("test client", client["timings"]), ("gunicorn", served)):
         base = timings["baseline"]

@@ -23,6 +23,9 @@ class Row:
     target: str
     holds: bool | None
     memory: str = ""
+    earlier: str = ""  # the ratio against the baseline of earlier rounds, where it explains
+    seconds: float | None = None  # for the growth factor between sizes of one benchmark
+    scale: int | None = None  # the size, as one number (chunks, records, memories)
 
 
 def _seconds(value: float) -> str:
@@ -59,16 +62,31 @@ def machine() -> str:
     return f"{os.cpu_count()} cores ({model}){memory}, Python {platform.python_version()}"
 
 
+def growth(rows: list[Row]) -> dict[int, str]:
+    """Row index -> "time xT for size xS" against the smallest size of the same benchmark."""
+    first: dict[str, Row] = {}
+    grown: dict[int, str] = {}
+    for index, row in enumerate(rows):
+        if row.seconds is None or row.scale is None:
+            continue
+        base = first.setdefault(row.benchmark, row)
+        if base is not row and base.scale and base.seconds:
+            grown[index] = f"x{row.seconds / base.seconds:.1f} for x{row.scale / base.scale:g} size"
+    return grown
+
+
 def table(rows: list[Row]) -> str:
     lines = [
-        "| benchmark | size | measured | baseline (same run) | ratio | target | holds | peak RSS |",
-        "|---|---|---|---|---|---|---|---|",
+        "| benchmark | size | measured | baseline (same run) | ratio | target | holds | "
+        "earlier baseline | growth | peak RSS |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
+    grown = growth(rows)
+    for index, r in enumerate(rows):
         holds = "—" if r.holds is None else ("yes" if r.holds else "**no**")
         lines.append(
             f"| {r.benchmark} | {r.size} | {r.measured} | {r.baseline} | {r.ratio} | "
-            f"{r.target} | {holds} | {r.memory} |"
+            f"{r.target} | {holds} | {r.earlier} | {grown.get(index, '')} | {r.memory} |"
         )
     return "\n".join(lines)
 

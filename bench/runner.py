@@ -82,7 +82,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="a scratch database, dropped and re-created (default %(default)s)",
     )
     parser.add_argument("--chunks", type=int, nargs="+", dest="chunk_sizes")
-    parser.add_argument("--records", type=int)
+    parser.add_argument("--records", type=int, nargs="+", help="source sizes (records)")
     parser.add_argument("--memories", type=int)
     parser.add_argument("--proposals", type=int)
     parser.add_argument("--requests", type=int)
@@ -93,10 +93,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--write-docs", type=Path, help="replace the results block in this file")
     parser.add_argument("--keep", action="store_true", help="keep the database and data")
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument(
+        "--large", action="store_true", help="also 1M chunks (export/import memory, linear time)"
+    )
     args = parser.parse_args(argv)
-    full = {"chunk_sizes": [10_000, 100_000], "records": 10_000, "memories": 5_000}
-    quick = {"chunk_sizes": [10_000], "records": 2_000, "memories": 1_000}
+    full = {"chunk_sizes": [10_000, 100_000], "records": [10_000, 100_000], "memories": 5_000}
+    quick = {"chunk_sizes": [10_000], "records": [2_000], "memories": 1_000}
     defaults = quick if args.quick else full
+    if args.large:
+        defaults["chunk_sizes"] = [*defaults["chunk_sizes"], 1_000_000]
     defaults |= {"proposals": defaults["memories"] // 5, "requests": 50 if args.quick else 200}
     for name, value in defaults.items():
         if getattr(args, name) is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -79,15 +80,76 @@ def bulk_insert(
     # every column but a key the database generates (db_returning: the auto fields)
     fields = [f for f in model._meta.concrete_fields if not (f.primary_key and f.db_returning)]
     columns = [f.column for f in fields]
+    preparers = [_preparer(f) for f in fields]
 
     def rows() -> Iterable[list[Any]]:
         for obj in objects:
             obj._prepare_related_fields_for_save(operation_name="bulk_insert")
-            yield [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+            yield [prepare(obj) for prepare in preparers]
 
     conflict = "ON CONFLICT DO NOTHING" if ignore_conflicts else None
     copy_rows(model, columns, rows(), conflict=conflict)
     return len(objects)
+
+
+# Values PostgreSQL's get_db_prep_save hands on unchanged, by the exact field classes that take
+# them (a subclass may prepare its own way): the common cases skip Django's per-value
+# preparation (DateTimeField's alone took 6 s of a 10,000-record refresh on a loaded machine).
+# Anything else goes through the field.
+_TEXT = frozenset((str, type(None)))
+_AS_IS: dict[type[models.Field], frozenset[type]] = {
+    models.CharField: _TEXT,
+    models.TextField: _TEXT,
+    models.SlugField: _TEXT,
+    models.BooleanField: frozenset((bool, type(None))),
+    **{
+        kind: frozenset((int, type(None)))
+        for kind in (
+            models.IntegerField,
+            models.BigIntegerField,
+            models.SmallIntegerField,
+            models.PositiveIntegerField,
+            models.PositiveBigIntegerField,
+            models.PositiveSmallIntegerField,
+            models.ForeignKey,  # to an integer key; any other value type goes through it
+        )
+    },
+}
+
+
+def _preparer(field: models.Field) -> Callable[[models.Model], Any]:
+    """obj -> the value `field` writes for obj, as `get_db_prep_save(pre_save(obj, True))`."""
+    prep = field.get_db_prep_save
+    if type(field).pre_save is not models.Field.pre_save and not (
+        isinstance(field, models.DateField) and not field.auto_now and not field.auto_now_add
+    ):
+
+        def prepare_saved(obj: models.Model) -> Any:
+            return prep(field.pre_save(obj, True), connection)
+
+        return prepare_saved
+    attname = field.attname
+    kinds = _AS_IS.get(type(field))
+    if kinds is not None:
+
+        def prepare_plain(obj: models.Model) -> Any:
+            value = getattr(obj, attname)
+            return value if type(value) in kinds else prep(value, connection)
+
+        return prepare_plain
+    if type(field) is models.DateTimeField:
+
+        def prepare_moment(obj: models.Model) -> Any:
+            value = getattr(obj, attname)
+            aware = type(value) is datetime and value.tzinfo is not None
+            return value if aware else prep(value, connection)
+
+        return prepare_moment
+
+    def prepare(obj: models.Model) -> Any:
+        return prep(getattr(obj, attname), connection)
+
+    return prepare
 
 
 def json_loads(data: bytes | str) -> Any:

@@ -19,6 +19,7 @@ from bench.steps.brain import (
     export_baseline,
     import_baseline,
 )
+from bench.steps.limits import index_c_baseline, reimport_baseline, source_c_baseline
 from bench.steps.measure import RESULT_PREFIX, Probe
 from bench.steps.reviews import (
     index_baseline,
@@ -36,6 +37,9 @@ STEPS: dict[str, Callable[[dict[str, Any], Probe], dict[str, Any]]] = {
     "brain_export_file": brain_export_file,
     "export_baseline": export_baseline,
     "import_baseline": import_baseline,
+    "reimport_baseline": reimport_baseline,
+    "source_c_baseline": source_c_baseline,
+    "index_c_baseline": index_c_baseline,
     "source_setup": source_setup,
     "source_refresh": source_refresh,
     "source_baseline": source_baseline,

@@ -78,3 +78,32 @@ def test_it_streams_the_rows_django_would_give_outside_a_transaction(team):
     ]
     assert got == expected
     assert got[0][2] == ["a", "ü"] and got[0][5] == WHEN
+
+
+def test_it_prepares_plain_values_as_is_and_the_rest_through_the_field(team):
+    from django.db import models
+
+    from memoryadmin.bulk import _preparer
+
+    chunk = _chunk(team, "one")
+    by_name = {f.name: f for f in Chunk._meta.concrete_fields}
+    for name in ("content", "team", "created_at", "standalone", "metadata", "embedding"):
+        field = by_name[name]
+        expected = field.get_db_prep_save(field.pre_save(chunk, True), connection=_connection())
+        prepared = _preparer(field)(chunk)
+        assert type(prepared) is type(expected), name
+        assert getattr(prepared, "obj", prepared) == getattr(expected, "obj", expected), name
+
+    class Upper(models.CharField):
+        def get_prep_value(self, value):
+            return value.upper()
+
+    upper = Upper(max_length=10)
+    upper.attname = "content"
+    assert _preparer(upper)(chunk) == "ONE"  # a subclass prepares its own way
+
+
+def _connection():
+    from django.db import connection
+
+    return connection
