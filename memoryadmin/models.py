@@ -54,6 +54,8 @@ class Scope(models.TextChoices):
     REVIEWS_READ = "reviews:read", "Read reviews"
     REVIEWS_WRITE = "reviews:write", "Approve and reject proposals"
     REVIEWS_PROPOSE = "reviews:propose", "Propose memories to team repositories (agents)"
+    USAGE_READ = "usage:read", "Read usage counts (what agents were served)"
+    TEAM_MANAGE = "team:manage", "Manage members, tokens and webhooks"
 
 
 def token_hash(secret: str) -> str:

@@ -6,6 +6,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
 
 from bundles.mcp import mcp_view
+from bundles.usage.views import usage_page
 from memoryadmin import api_views, views
 from memoryadmin.middleware import content_security_policy_extend
 
@@ -20,6 +21,7 @@ team_patterns = [
     path("tokens/", views.token_list, name="token-list"),
     path("tokens/<int:token_id>/revoke/", views.token_revoke, name="token-revoke"),
     path("audit/", views.audit_list, name="team-audit"),
+    path("usage/", usage_page, name="team-usage"),
     path("members/", views.member_list, name="member-list"),
     path("members/<int:membership_id>/", views.member_change, name="member-change"),
     path("sources/", include("sources.urls")),
