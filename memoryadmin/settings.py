@@ -309,6 +309,8 @@ SPECTACULAR_SETTINGS = {
         "PushStateEnum": "reviews.models.PushState",
         "RefreshRunStatusEnum": "sources.models.RunStatus",
         "MemoryStatusEnum": "reviews.models.MemoryStatus",
+        "TokenKindEnum": "memoryadmin.models.TokenKind",
+        "ReaderKindEnum": ["token", "user"],  # who read, on the usage counters
     },
 }
 

@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
 
 from bundles.mcp import mcp_view
 from bundles.usage.views import usage_page
-from memoryadmin import api_views, views
+from memoryadmin import api_views, token_api, views
 from memoryadmin.middleware import content_security_policy_extend
 
 # Redoc styles its page at run time (styled-components' <style> elements) and runs its search
@@ -38,6 +38,10 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("t/<slug:team_slug>/", include(team_patterns)),
     path("api/me/", api_views.MeView.as_view(), name="api-me"),
+    path("api/tokens/", token_api.TokenListView.as_view(), name="api-token-list"),
+    path(
+        "api/tokens/<int:token_id>/", token_api.TokenDetailView.as_view(), name="api-token-detail"
+    ),
     path("api/", include("sources.api_urls")),
     path("api/", include("reviews.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

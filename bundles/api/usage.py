@@ -15,24 +15,16 @@ from memoryadmin.api_errors import AUTH_ERRORS, ApiError, error_responses
 from memoryadmin.models import Scope
 
 
-def _served() -> serializers.Serializer:
-    return inline_serializer(
-        "ServedUsage",
-        {
-            "ref": serializers.CharField(),
-            "title": serializers.CharField(),
-            "origin": serializers.CharField(help_text="source, repository, brain or empty"),
-            "count": serializers.IntegerField(),
-            "last_served_at": serializers.DateTimeField(allow_null=True),
-            "last_served_by": serializers.CharField(
-                allow_null=True, help_text="The token's name (never its secret) or the user."
-            ),
-            "last_served_by_kind": serializers.ChoiceField(
-                choices=["token", "user"], allow_null=True
-            ),
-        },
-        many=True,
+class ServedUsageSerializer(serializers.Serializer):
+    ref = serializers.CharField()
+    title = serializers.CharField()
+    origin = serializers.CharField(help_text="source, repository, brain or empty")
+    count = serializers.IntegerField()
+    last_served_at = serializers.DateTimeField(allow_null=True)
+    last_served_by = serializers.CharField(
+        allow_null=True, help_text="The token's name (never its secret) or the user."
     )
+    last_served_by_kind = serializers.ChoiceField(choices=["token", "user"], allow_null=True)
 
 
 class UsageView(APIView):
@@ -53,9 +45,13 @@ class UsageView(APIView):
                 "Usage",
                 {
                     "days": serializers.IntegerField(),
-                    "most_served": _served(),
+                    "most_served": ServedUsageSerializer(many=True),
                     "not_served": inline_serializer(
-                        "NotServed", {"count": serializers.IntegerField(), "items": _served()}
+                        "NotServed",
+                        {
+                            "count": serializers.IntegerField(),
+                            "items": ServedUsageSerializer(many=True),
+                        },
                     ),
                     "activity": inline_serializer(
                         "ReaderActivity",

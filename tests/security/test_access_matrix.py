@@ -63,8 +63,9 @@ PAGES = [
     Page("logout", PUBLIC, get=None, post=(200, 302), idor=False),
     Page("team-home", VIEW, idor=False),
     Page("token-list", MANAGE, post=200, data={"name": ""}, idor=False),
-    Page("token-revoke", MANAGE, get=None, post=302),
+    Page("token-revoke", MANAGE, post=302),
     Page("team-audit", MANAGE, idor=False),
+    Page("team-usage", VIEW, idor=False),
     Page("member-list", MANAGE, post=400, data={"username": ""}, idor=False),
     Page("member-change", MANAGE, get=None, post=302, data={"role": "admin"}),
     Page("source-list", VIEW, idor=False),
@@ -128,6 +129,16 @@ def _bundle() -> dict[str, Any]:
 
 APIS = [
     Api("api-me", "GET", None),
+    Api("api-token-list", "GET", Scope.TEAM_MANAGE),
+    # a token grants only scopes it holds: the matrix token holds team:manage alone
+    Api(
+        "api-token-list",
+        "POST",
+        Scope.TEAM_MANAGE,
+        ok=201,
+        body={"name": "matrix", "scopes": ["team:manage"]},
+    ),
+    Api("api-token-detail", "DELETE", Scope.TEAM_MANAGE),
     Api("api-source-list", "GET", Scope.SOURCES_READ),
     Api("api-source-detail", "GET", Scope.SOURCES_READ, pk="source"),
     Api("api-source-detail", "DELETE", Scope.SOURCES_MANAGE, ok=204, pk="source"),
@@ -145,6 +156,7 @@ APIS = [
         ok=202,
         body={"repository": "repo-alpha", "type": "gotcha", "title": "Matrix proposal"},
     ),
+    Api("api-usage", "GET", Scope.USAGE_READ),
     Api("api-repository-list", "GET", Scope.REVIEWS_READ),
     Api("api-repository-detail", "GET", Scope.REVIEWS_READ, pk="repository"),
     Api("api-proposal-list", "GET", Scope.REVIEWS_READ),
@@ -183,6 +195,8 @@ SCOPE_LEVEL = {
     Scope.REVIEWS_READ: VIEW,
     Scope.REVIEWS_WRITE: REVIEW,
     Scope.REVIEWS_PROPOSE: VIEW,
+    Scope.USAGE_READ: VIEW,
+    Scope.TEAM_MANAGE: MANAGE,
 }
 
 
