@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from bundles.api import agents, context, embeddings, exports, imports
+from bundles.api import agents, context, embeddings, exports, imports, usage
 
 urlpatterns = [
     path("v1/brain/export", exports.ExportView.as_view(), name="bundle-export"),
@@ -28,4 +28,5 @@ urlpatterns = [
     path("api/precheck/", agents.PrecheckView.as_view(), name="api-precheck"),
     path("api/memories/", agents.ProposeView.as_view(), name="api-memory-propose"),
     path("api/memories/<path:ref>/", agents.MemoryView.as_view(), name="api-memory"),
+    path("api/usage/", usage.UsageView.as_view(), name="api-usage"),
 ]

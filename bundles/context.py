@@ -10,6 +10,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 
 from bundles.readlog import refs_summary
+from bundles.usage.counting import usage_count
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Team
 from reviews.models import Memory, MemoryStatus
@@ -119,8 +120,10 @@ def context_read_record(
     include: list[str],
     offset: int = 0,
 ) -> None:
-    """The read log: which token read which context items (refs, never content)."""
+    """The read log: which token read which context items (refs, never content); and their
+    usage counters (one statement, bundles.usage.counting)."""
     summary = refs_summary(refs)
+    usage_count(team=team, actor=actor, operation="context", refs=refs)
     audit_record(
         actor=actor,
         action="context.read",

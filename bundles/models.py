@@ -344,3 +344,7 @@ class ImportProposal(models.Model):
 
     def __str__(self) -> str:
         return f"proposal #{self.pk} to {self.repository_id} ({self.state})"
+
+
+# The usage counters live in their own module; imported here so the app's models include them.
+from bundles.usage.models import UsageCounter, UsageKind  # noqa: E402, F401

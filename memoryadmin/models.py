@@ -55,6 +55,7 @@ class Scope(models.TextChoices):
     REVIEWS_WRITE = "reviews:write", "Approve and reject proposals"
     REVIEWS_PROPOSE = "reviews:propose", "Propose memories to team repositories (agents)"
     REVIEWS_MANAGE = "reviews:manage", "Add, change, sync, disable and delete review repositories"
+    USAGE_READ = "usage:read", "Read usage counts (what agents were served)"
     TEAM_MANAGE = "team:manage", "Manage members, tokens and webhooks"
 
 

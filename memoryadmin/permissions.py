@@ -41,7 +41,8 @@ SCOPE_ACTIONS: dict[str, Action] = {
     Scope.REVIEWS_WRITE: Action.REVIEW,
     Scope.REVIEWS_PROPOSE: Action.VIEW,  # a proposal waits for review (bundles.agents.proposals)
     Scope.REVIEWS_MANAGE: Action.MANAGE,
-    Scope.TEAM_MANAGE: Action.MANAGE,
+    Scope.USAGE_READ: Action.VIEW,
+    Scope.TEAM_MANAGE: Action.MANAGE,  # only team admins' tokens hold it (token_scopes)
 }
 
 

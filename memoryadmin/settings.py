@@ -318,6 +318,8 @@ SPECTACULAR_SETTINGS = {
         "PushStateEnum": "reviews.models.PushState",
         "RefreshRunStatusEnum": "sources.models.RunStatus",
         "MemoryStatusEnum": "reviews.models.MemoryStatus",
+        "TokenKindEnum": "memoryadmin.models.TokenKind",
+        "ReaderKindEnum": ["token", "user"],  # who read, on the usage counters
     },
 }
 

@@ -11,7 +11,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryadmin.audit import Actor, audit_record
+from memoryadmin.errors import Forbidden
 from memoryadmin.models import ApiToken, Scope, Team, TokenKind, token_hash
+from memoryadmin.permissions import token_has_scope, token_scopes
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -36,14 +38,17 @@ def token_create(
     """Create a token and return it with its secret: the only time the secret exists in clear.
 
     A person's token is personal (it acts with at most their current role, and ends with their
-    membership); the system's (`token_create` command) is a team token, owned by no one."""
-    if actor.token is not None:
-        raise PermissionDenied("API tokens can not create API tokens")
-    kind = TokenKind.PERSONAL if actor.user is not None else TokenKind.TEAM
+    membership); the system's (`token_create` command) is a team token, owned by no one. A token
+    with `team:manage` (POST /api/tokens/) creates a token of its own kind for its own person,
+    granting only scopes it holds itself."""
     name = name.strip()
     if not name:
         raise ValidationError({"name": "Give the token a name."})
     scopes = _validate_scopes(scopes)
+    if actor.token is not None:
+        _token_may_create(actor.token, team, scopes)
+    person = actor.person
+    kind = TokenKind.PERSONAL if person is not None else TokenKind.TEAM
     if expires_days is not None and expires_days <= 0:
         raise ValidationError({"expires_days": "Expiry must be a positive number of days."})
     prefix = secrets.token_hex(4)
@@ -55,7 +60,7 @@ def token_create(
         secret_hash=token_hash(secret),
         scopes=scopes,
         kind=kind,
-        created_by=actor.user,
+        created_by=person,
         expires_at=timezone.now() + timedelta(days=expires_days) if expires_days else None,
     )
     audit_record(
@@ -73,6 +78,19 @@ def token_create(
         },
     )
     return token, secret
+
+
+def _token_may_create(token: ApiToken, team: Team, scopes: list[str]) -> None:
+    if token.team_id != team.pk or not token_has_scope(token, Scope.TEAM_MANAGE):
+        raise PermissionDenied(f"this token lacks the '{Scope.TEAM_MANAGE}' scope on this team")
+    beyond = sorted(set(scopes) - token_scopes(token))
+    if beyond:
+        error = Forbidden(
+            f"A token can grant only scopes it holds itself; not: {', '.join(beyond)}.",
+            code="scope-beyond-token",
+        )
+        error.details = {"scopes": beyond}
+        raise error
 
 
 @transaction.atomic

@@ -6,7 +6,8 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
 
 from bundles.mcp import mcp_view
-from memoryadmin import api_views, views
+from bundles.usage.views import usage_page
+from memoryadmin import api_views, token_api, views
 from memoryadmin.middleware import content_security_policy_extend
 
 # Redoc styles its page at run time (styled-components' <style> elements) and runs its search
@@ -20,6 +21,7 @@ team_patterns = [
     path("tokens/", views.token_list, name="token-list"),
     path("tokens/<int:token_id>/revoke/", views.token_revoke, name="token-revoke"),
     path("audit/", views.audit_list, name="team-audit"),
+    path("usage/", usage_page, name="team-usage"),
     path("members/", views.member_list, name="member-list"),
     path("members/<int:membership_id>/", views.member_change, name="member-change"),
     path("sources/", include("sources.urls")),
@@ -36,6 +38,10 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("t/<slug:team_slug>/", include(team_patterns)),
     path("api/me/", api_views.MeView.as_view(), name="api-me"),
+    path("api/tokens/", token_api.TokenListView.as_view(), name="api-token-list"),
+    path(
+        "api/tokens/<int:token_id>/", token_api.TokenDetailView.as_view(), name="api-token-detail"
+    ),
     path("api/", include("sources.api_urls")),
     path("api/", include("reviews.api_urls")),
     path("api/", include("webhooks.api_urls")),

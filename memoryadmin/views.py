@@ -11,8 +11,9 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memoryadmin import services
 from memoryadmin import tokens as token_services
@@ -20,8 +21,9 @@ from memoryadmin.audit import Actor
 from memoryadmin.authentication import address_failures, address_key, failure_count
 from memoryadmin.forms import MemberAddForm, MemberRoleForm, TeamCreateForm, TokenCreateForm
 from memoryadmin.health import health
-from memoryadmin.models import ApiToken, AuditEvent, Membership, Role, Team
+from memoryadmin.models import ApiToken, AuditEvent, Membership, Role, Scope, Team
 from memoryadmin.permissions import Action, teams_for
+from memoryadmin.snippets import client_snippets
 from memoryadmin.web import form_add_errors, team_view
 
 LOGIN_GROUP = "memoryadmin.login"
@@ -189,10 +191,15 @@ def team_home(request: HttpRequest) -> HttpResponse:
     return render(request, "memoryadmin/team_home.html", team_dashboard(request.team))
 
 
+# The "Agent token" preset of the Tokens page: what an agent needs to read and to propose.
+AGENT_PRESET = {"name": "agent", "scopes": [Scope.CONTEXT_READ, Scope.REVIEWS_PROPOSE]}
+
+
 @team_view(Action.MANAGE)
 def token_list(request: HttpRequest) -> HttpResponse:
-    form = TokenCreateForm(request.POST or None)
-    new_secret = None
+    initial = AGENT_PRESET if request.GET.get("preset") == "agent" else None
+    form = TokenCreateForm(request.POST or None, initial=initial)
+    new_secret, snippets = None, []
     if request.method == "POST" and form.is_valid():
         try:
             token, new_secret = token_services.token_create(
@@ -209,22 +216,26 @@ def token_list(request: HttpRequest) -> HttpResponse:
                 request, f"Token “{token.name}” created. Copy it now: it is shown once."
             )
             form = TokenCreateForm()
+            snippets = client_snippets(request.build_absolute_uri(reverse("mcp")), new_secret)
     tokens = ApiToken.objects.filter(team=request.team).select_related("created_by", "revoked_by")
     response = render(
         request,
         "memoryadmin/tokens.html",
-        {"form": form, "tokens": tokens, "new_secret": new_secret},
+        {"form": form, "tokens": tokens, "new_secret": new_secret, "snippets": snippets},
     )
     response["Cache-Control"] = "no-store"  # the page may carry a secret
     return response
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @team_view(Action.MANAGE)
 def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+    """GET: what revoking does, and a button; POST: revoke."""
     token = get_object_or_404(ApiToken, pk=token_id, team=request.team)
+    if request.method != "POST":
+        return render(request, "memoryadmin/token_revoke.html", {"token": token})
     token_services.token_revoke(actor=Actor.from_request(request), token=token)
-    messages.success(request, f"Token “{token.name}” revoked.")
+    messages.success(request, f"Token “{token.name}” revoked: it now gets 401 everywhere.")
     return redirect("token-list", team_slug=request.team.slug)
 
 

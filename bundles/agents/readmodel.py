@@ -18,6 +18,7 @@ from bundles.context import UNTRUSTED_NOTE
 from bundles.models import Chunk, ChunkOrigin
 from bundles.readlog import refs_summary
 from bundles.secrets import mask_secrets
+from bundles.usage.counting import usage_count
 from formats.crosswalk import REVERSE_TYPES, split_content
 from formats.memoryrail.model import PREFIX_TYPES
 from memoryadmin.audit import Actor, audit_record
@@ -212,8 +213,10 @@ def agent_read_record(
     data: dict[str, Any] | None = None,
 ) -> None:
     """The read log of an agent operation (search, precheck, get): which refs it returned to
-    which token, never the content nor the query text (its length only)."""
+    which token, never the content nor the query text (its length only); and its usage
+    counters (one statement, bundles.usage.counting)."""
     summary = refs_summary(refs)
+    usage_count(team=team, actor=actor, operation=operation, refs=refs)
     audit_record(
         actor=actor,
         action=f"agents.{operation}",

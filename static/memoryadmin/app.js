@@ -8,3 +8,21 @@ document.addEventListener("change", (event) => {
     window.location.href = select.value;
   }
 });
+
+// <button data-copy="ID">: copies the text of the element with that id (token, client snippets).
+document.addEventListener("click", async (event) => {
+  const button = event.target instanceof Element ? event.target.closest("button[data-copy]") : null;
+  if (!button) return;
+  const source = document.getElementById(button.getAttribute("data-copy"));
+  if (!source) return;
+  const label = button.textContent;
+  try {
+    await navigator.clipboard.writeText(source.textContent);
+    button.textContent = "Copied";
+  } catch (error) {
+    // No clipboard (an insecure origin, a refused permission): select the text to copy by hand.
+    window.getSelection().selectAllChildren(source);
+    button.textContent = "Select and copy";
+  }
+  window.setTimeout(() => { button.textContent = label; }, 2000);
+});

@@ -57,10 +57,14 @@ def test_it_creates_shows_once_and_revokes_a_token_then_audits_it(
     assert secret.startswith(f"ma_{token.prefix}")
     shot(page, "secret-gone")
 
-    page.get_by_role("button", name="Revoke e2e-exporter").click()
+    page.get_by_role("link", name="Revoke e2e-exporter…").click()
+    # A confirmation step says what revoking does before anything changes.
+    expect(page.locator("#revoke-effect")).to_contain_text("401 token-revoked")
+    shot(page, "token-revoke-confirm")
+    page.get_by_role("button", name="Revoke “e2e-exporter” now").click()
     expect(page.get_by_role("status")).to_contain_text("revoked")
     expect(row.locator(".badge")).to_have_text("revoked")
-    expect(page.get_by_role("button", name="Revoke e2e-exporter")).to_have_count(0)
+    expect(page.get_by_role("link", name="Revoke e2e-exporter…")).to_have_count(0)
     shot(page, "token-revoked")
 
     page.get_by_role("button", name="Log out").click()

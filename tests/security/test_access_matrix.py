@@ -63,8 +63,9 @@ PAGES = [
     Page("logout", PUBLIC, get=None, post=(200, 302), idor=False),
     Page("team-home", VIEW, idor=False),
     Page("token-list", MANAGE, post=200, data={"name": ""}, idor=False),
-    Page("token-revoke", MANAGE, get=None, post=302),
+    Page("token-revoke", MANAGE, post=302),
     Page("team-audit", MANAGE, idor=False),
+    Page("team-usage", VIEW, idor=False),
     Page("member-list", MANAGE, post=400, data={"username": ""}, idor=False),
     Page("member-change", MANAGE, get=None, post=302, data={"role": "admin"}),
     Page("source-list", VIEW, idor=False),
@@ -134,6 +135,16 @@ def _bundle() -> dict[str, Any]:
 
 APIS = [
     Api("api-me", "GET", None),
+    Api("api-token-list", "GET", Scope.TEAM_MANAGE),
+    # a token grants only scopes it holds: the matrix token holds team:manage alone
+    Api(
+        "api-token-list",
+        "POST",
+        Scope.TEAM_MANAGE,
+        ok=201,
+        body={"name": "matrix", "scopes": ["team:manage"]},
+    ),
+    Api("api-token-detail", "DELETE", Scope.TEAM_MANAGE),
     Api("api-source-list", "GET", Scope.SOURCES_READ),
     Api("api-source-list", "POST", Scope.SOURCES_MANAGE, ok=400, body={"location": ""}),
     Api("api-source-test", "POST", Scope.SOURCES_MANAGE, ok=400, body={"location": ""}),
@@ -158,6 +169,7 @@ APIS = [
         ok=202,
         body={"repository": "repo-alpha", "type": "gotcha", "title": "Matrix proposal"},
     ),
+    Api("api-usage", "GET", Scope.USAGE_READ),
     Api("api-repository-list", "GET", Scope.REVIEWS_READ),
     Api("api-repository-list", "POST", Scope.REVIEWS_MANAGE, ok=400, body={"name": ""}),
     Api("api-repository-test", "POST", Scope.REVIEWS_MANAGE, ok=400, body={"remote_url": ""}),
@@ -216,6 +228,7 @@ SCOPE_LEVEL = {
     Scope.REVIEWS_WRITE: REVIEW,
     Scope.REVIEWS_PROPOSE: VIEW,
     Scope.REVIEWS_MANAGE: MANAGE,
+    Scope.USAGE_READ: VIEW,
     Scope.TEAM_MANAGE: MANAGE,
 }
 

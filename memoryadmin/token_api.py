@@ -1,0 +1,119 @@
+"""The team's API tokens over REST (scope `team:manage`): list, create (the secret is in the
+answer once), revoke. The same services as the Tokens page (memoryadmin.tokens)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memoryadmin import tokens as token_services
+from memoryadmin.api import HasScope, request_team
+from memoryadmin.api_errors import AUTH_ERRORS, error_responses
+from memoryadmin.audit import Actor
+from memoryadmin.models import ApiToken, Scope
+
+
+class TokenSerializer(serializers.ModelSerializer):
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    state = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ApiToken
+        fields = [
+            "id",
+            "name",
+            "kind",
+            "prefix",
+            "scopes",
+            "created_by",
+            "created_at",
+            "expires_at",
+            "revoked_at",
+            "last_used_at",
+            "state",
+        ]
+
+    def get_state(self, token: ApiToken) -> str:
+        if token.revoked_at is not None:
+            return "revoked"
+        return "expired" if token.is_expired else "active"
+
+
+class TokenCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    scopes = serializers.ListField(
+        child=serializers.ChoiceField(choices=Scope.choices), allow_empty=False, max_length=20
+    )
+    expires_days = serializers.IntegerField(
+        min_value=1, max_value=3650, required=False, allow_null=True
+    )
+
+
+class TokenCreatedSerializer(TokenSerializer):
+    secret = serializers.CharField(help_text="The token itself: shown in this answer only.")
+
+    class Meta(TokenSerializer.Meta):
+        fields = [*TokenSerializer.Meta.fields, "secret"]
+
+
+def _created(token: ApiToken, secret: str) -> dict[str, Any]:
+    return {**TokenSerializer(token).data, "secret": secret}
+
+
+class TokenListView(APIView):
+    permission_classes = [HasScope]
+    required_scopes = {"GET": Scope.TEAM_MANAGE, "POST": Scope.TEAM_MANAGE}
+
+    @extend_schema(
+        summary="The team's API tokens",
+        description="Every token of the team, newest first: never a secret nor its hash.",
+        responses={200: TokenSerializer(many=True), **error_responses(*AUTH_ERRORS)},
+    )
+    def get(self, request: Request) -> Response:
+        tokens = ApiToken.objects.filter(team=request_team(request)).select_related("created_by")
+        return Response(TokenSerializer(tokens, many=True).data)
+
+    @extend_schema(
+        summary="Create an API token (its secret is shown once)",
+        description="A signed-in admin's token is personal; a token with `team:manage` creates "
+        "a token of its own kind for its own person and can grant only scopes it holds "
+        "itself (403 `scope-beyond-token`). The answer carries `secret`, the only time it "
+        "exists in clear.",
+        request=TokenCreateSerializer,
+        responses={201: TokenCreatedSerializer, **error_responses(400, *AUTH_ERRORS)},
+    )
+    def post(self, request: Request) -> Response:
+        body = TokenCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        token, secret = token_services.token_create(
+            actor=Actor.from_request(request),
+            team=request_team(request),
+            name=body.validated_data["name"],
+            scopes=body.validated_data["scopes"],
+            expires_days=body.validated_data.get("expires_days"),
+        )
+        response = Response(_created(token, secret), status=201)
+        response["Cache-Control"] = "no-store"
+        return response
+
+
+class TokenDetailView(APIView):
+    permission_classes = [HasScope]
+    required_scopes = {"DELETE": Scope.TEAM_MANAGE}
+
+    @extend_schema(
+        summary="Revoke an API token",
+        description="From now on the token gets 401 `token-revoked` everywhere (REST and "
+        "/mcp). Revoking a revoked token changes nothing.",
+        responses={200: TokenSerializer, **error_responses(404, *AUTH_ERRORS)},
+    )
+    def delete(self, request: Request, token_id: int) -> Response:
+        token = get_object_or_404(ApiToken, pk=token_id, team=request_team(request))
+        token = token_services.token_revoke(actor=Actor.from_request(request), token=token)
+        return Response(TokenSerializer(token).data)
