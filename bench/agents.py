@@ -47,6 +47,8 @@ def serving(run: Run, workers: int = WEB_WORKERS) -> Iterator[str]:
             "gthread",
             "--threads",
             str(THREADS),
+            "--keep-alive",  # longer than a client's idle wait at the start barrier
+            "75",
             "--backlog",
             "256",
             "--log-level",
