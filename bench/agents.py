@@ -20,14 +20,15 @@ from bench.report import Row, _ratio
 
 CLIENTS = 20
 WEB_WORKERS = 4
+THREADS = 5  # 4 processes x 5 threads: a request in flight per client, as the SQL baseline
 MCP_VERSION = "2025-06-18"
 REQUESTS_PER_URL = 5  # --requests 200 (full) -> 1,000 requests per operation and face
 
 
 @contextmanager
 def serving(run: Run, workers: int = WEB_WORKERS) -> Iterator[str]:
-    """gunicorn (sync workers) on loopback with persistent database connections, as a
-    deployment under load would run it (docs/deployment.md); yields its base URL."""
+    """gunicorn (gthread: `workers` processes of THREADS threads) on loopback with persistent
+    database connections, as a deployment under load would run it; yields its base URL."""
     import httpx
 
     port = _free_port()
@@ -42,6 +43,12 @@ def serving(run: Run, workers: int = WEB_WORKERS) -> Iterator[str]:
             f"127.0.0.1:{port}",
             "--workers",
             str(workers),
+            "--worker-class",
+            "gthread",
+            "--threads",
+            str(THREADS),
+            "--keep-alive",  # longer than a client's idle wait at the start barrier
+            "75",
             "--backlog",
             "256",
             "--log-level",
@@ -146,7 +153,10 @@ def bench_agents(run: Run) -> None:
     sql = run.step(
         "agents_sql", team=team, queries=queries, bodies=bodies, clients=CLIENTS, requests=total
     )["timings"]
-    size = f"{chunks:,} chunks, {memories:,} memories, {CLIENTS} clients, {WEB_WORKERS} procs"
+    size = (
+        f"{chunks:,} chunks, {memories:,} memories, {CLIENTS} clients, "
+        f"{WEB_WORKERS} procs x {THREADS} threads"
+    )
     for operation in ("search", "precheck"):
         rest, raw = timings[("REST", operation)], sql[operation]
         ratio = _ratio(rest["p95_ms"], raw["p95_ms"])

@@ -123,6 +123,7 @@ def linked_memories(team: Team, repo: Repository | None, paths: list[str]) -> Qu
     return (
         candidate_memories(team, repo)
         .filter(maybe)
+        .order_by()
         .values_list("id", "type", "front_matter__links", "front_matter__pinned")
     )
 

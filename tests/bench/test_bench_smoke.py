@@ -62,6 +62,10 @@ def test_it_runs_the_quick_benchmarks_at_tiny_sizes_and_prints_the_table(tmp_pat
         "review: batch approve, commit, push",
         "web: review queue (test client)",
         "web: source page (gunicorn)",
+        "agents: search (REST, gunicorn)",
+        "agents: precheck (REST, gunicorn)",
+        "agents: search (MCP tools/call)",
+        "agents: precheck (MCP tools/call)",
     ):
         assert f"| {name} |" in result.stdout, name
     written = (tmp_path / "performance.md").read_text(encoding="utf-8")

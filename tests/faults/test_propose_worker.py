@@ -1,9 +1,8 @@
 """propose_memory over MCP, pushed by a real Celery worker process to a real bare remote.
 
 The web side (Django's live server) only records the proposal and queues the push; a worker
-started here, with a data directory of its own (its own working copy, as on another machine),
-commits it as the token's person — or the bot identity for a team token — pushes it, and
-re-indexes, after which the proposal is in the review queue.
+process started here commits it as the token's person — or the bot identity for a team token —
+pushes it, and re-indexes, after which the proposal is in the review queue.
 """
 
 from __future__ import annotations
@@ -75,12 +74,7 @@ def test_a_worker_pushes_mcp_proposals_as_the_tokens_person_or_the_bot(
     )
     bot = make_token(team, SCOPES, name="ci-agent")
     heads = len(remote.log())
-    with worker(
-        tmp_path,
-        queue=app.conf.task_default_queue,
-        pool="solo",
-        env={"MEMORYADMIN_DATA_DIR": str(tmp_path / "worker-data")},
-    ):
+    with worker(tmp_path, queue=app.conf.task_default_queue, pool="solo"):
         mine = _propose(
             live_server.url,
             personal,
