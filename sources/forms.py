@@ -83,7 +83,7 @@ class SourceEditForm(forms.Form):
     name = forms.CharField(
         max_length=200,
         required=False,
-        help_text="Shown instead of the URL or path; leave empty to show those.",
+        help_text="Shown instead of the manifest's name; leave empty to use that again.",
     )
     refresh_minutes = forms.IntegerField(
         min_value=1, max_value=10080, label="Refresh every (minutes)"

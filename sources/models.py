@@ -42,7 +42,9 @@ class Source(models.Model):
     kind = models.CharField(max_length=8, choices=SourceKind.choices)
     # The configured absolute directory path or HTTPS base URL: half of every record's identity.
     identity = models.CharField(max_length=1000)
-    display_name = models.CharField(max_length=200, blank=True)
+    display_name = models.CharField(max_length=200, blank=True)  # the manifest's name
+    # A name an administrator gave (source_update); shown instead of the manifest's.
+    name_override = models.CharField(max_length=200, blank=True)
     state = models.CharField(
         max_length=10, choices=SourceState.choices, default=SourceState.PENDING, db_index=True
     )
@@ -80,11 +82,15 @@ class Source(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.display_name or self.identity
+        return self.label
+
+    @property
+    def name(self) -> str:
+        return self.name_override or self.display_name
 
     @property
     def label(self) -> str:
-        return self.display_name or self.identity
+        return self.name or self.identity
 
     @property
     def has_credential(self) -> bool:

@@ -83,7 +83,9 @@ class SourceUpdateInputSerializer(serializers.Serializer):
 
 
 class SourceSerializer(serializers.ModelSerializer):
-    name = serializers.CharField(source="display_name")
+    name = serializers.CharField(
+        read_only=True, help_text="The name an administrator gave, else the manifest's."
+    )
     refresh_minutes = serializers.SerializerMethodField()
     counts = serializers.SerializerMethodField()
     credential = serializers.SerializerMethodField()

@@ -88,7 +88,7 @@ def _location_test(request: HttpRequest, form: SourceAddForm) -> None:
 def source_edit(request: HttpRequest, source_id: int) -> HttpResponse:
     source = selectors.team_source(request.team, source_id)
     initial = {
-        "name": source.display_name,
+        "name": source.name_override,
         "refresh_minutes": int(source.refresh_interval.total_seconds() // 60),
     }
     form = SourceEditForm(request.POST or None, initial=initial)

@@ -14,6 +14,9 @@ class EndpointSerializer(serializers.ModelSerializer):
         help_text="Event names it receives; empty: every event.",
     )
     active = serializers.BooleanField(source="is_active")
+    last_delivery_state = serializers.CharField(
+        help_text="pending, retrying, succeeded or failed; empty before the first delivery."
+    )
     previous_secret_until = serializers.DateTimeField(
         source="previous_secret_expires_at",
         allow_null=True,

@@ -46,22 +46,23 @@ def source_update(
     name: str | None = None,
     refresh_interval: timedelta | None = None,
 ) -> Source:
-    """Rename a source or change how often it is refreshed (None: unchanged). Its location is
-    its records' identity, so it is not editable: add the new one and delete the old."""
+    """Rename a source (kept over the manifest's name; empty: the manifest's again) or change
+    how often it is refreshed (None: unchanged). Its location is its records' identity, so it
+    is not editable: add the new one and delete the old."""
     source = Source.objects.select_for_update(of=("self",)).select_related("team").get(pk=source.pk)
-    before = {"name": source.display_name, "refresh_minutes": _minutes(source.refresh_interval)}
+    before = {"name": source.name_override, "refresh_minutes": _minutes(source.refresh_interval)}
     if name is not None:
         name = name.strip()
         if len(name) > MAX_NAME:
             raise ValidationError({"name": f"At most {MAX_NAME} characters."})
-        source.display_name = name
+        source.name_override = name  # empty: the manifest's name again
     if refresh_interval is not None:
         source.refresh_interval = interval_clean(refresh_interval)
-    after = {"name": source.display_name, "refresh_minutes": _minutes(source.refresh_interval)}
+    after = {"name": source.name_override, "refresh_minutes": _minutes(source.refresh_interval)}
     changed = [key for key in before if before[key] != after[key]]
     if not changed:
         return source
-    source.save(update_fields=["display_name", "refresh_interval"])
+    source.save(update_fields=["name_override", "refresh_interval"])
     audit_record(
         actor=actor,
         action="source.update",

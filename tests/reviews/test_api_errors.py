@@ -196,5 +196,9 @@ def test_it_answers_get_on_a_post_only_route_with_405_in_the_error_shape(writer,
     ):
         assert error(writer.get(url)) == (
             405,
-            {"code": "method-not-allowed", "message": 'Method "GET" not allowed.', "details": None},
+            {
+                "code": "method-not-allowed",
+                "message": "GET is not allowed here; use POST.",
+                "details": {"allowed": ["POST"]},
+            },
         ), url

@@ -40,12 +40,18 @@ def test_it_renames_a_source_and_changes_its_interval_audited(https_server, team
         name="  Team notes ",
         refresh_interval=timedelta(hours=6),
     )
-    assert source.display_name == "Team notes" and source.refresh_interval == timedelta(hours=6)
+    assert source.label == "Team notes" and source.refresh_interval == timedelta(hours=6)
     event = AuditEvent.objects.get(action="source.update")
     assert event.data["before"] == {"name": "", "refresh_minutes": 60}
     assert event.data["after"] == {"name": "Team notes", "refresh_minutes": 360}
     source_update(actor=Actor.system(), source=source, name="Team notes")
     assert AuditEvent.objects.filter(action="source.update").count() == 1  # nothing changed
+    _publish(https_server, ["a"])
+    source_refresh(source_id=source.pk)  # the manifest's name does not replace the given one
+    source.refresh_from_db()
+    assert source.display_name == "Remote" and source.label == "Team notes"
+    source = source_update(actor=Actor.system(), source=source, name="")
+    assert source.label == "Remote"
 
 
 def test_it_refuses_an_interval_out_of_range_and_writes_nothing(https_server, team):
