@@ -154,3 +154,22 @@ def test_it_shows_served_counts_on_the_record_memory_and_brain_pages(
     assert b"20260307-new-queue" in text and b"Served to agents" in text
     text = browser.get(f"/t/{team.slug}/brain/").content.decode()
     assert "Served to agents" in text and f"source:{world.source.pk}:deploys" in text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_counts_mcp_reads_through_the_real_sdk_client(world, team, make_token, live_server):
+    from tests.agents.test_mcp import _call
+
+    secret = make_token(team, READ, name="mcp-agent")
+    found = _call(live_server.url, secret, "search_memory", {"query": "upload", "limit": 2})
+    refs = [r["ref"] for r in found.structured_content["results"]]
+    ref = Memory.objects.get(memory_id="20260307-new-queue").ref
+    _call(live_server.url, secret, "get_memory", {"ref": ref})
+    _call(live_server.url, secret, "get_memory", {"ref": ref})
+    served = _served(team)
+    key = f"repository:{world.repository.pk}:20260307-new-queue"
+    assert all(served[r] == 1 + 2 * (r == key) for r in refs)
+    counter = UsageCounter.objects.get(team=team, key=key)
+    assert counter.count == 2 + (key in refs) and counter.last_label == "mcp-agent"
+    activity = UsageCounter.objects.filter(team=team, kind=UsageKind.ACTIVITY)
+    assert dict(activity.values_list("operation", "count")) == {"search": 1, "get": 2}
