@@ -205,6 +205,13 @@ def bench_source(run: Run) -> int | None:
         _against(run, name, label, cold, limit, target, 3, earlier=strict, scale=records)
         name = "source refresh, unchanged"
         _faster(run, name, label, warm, ("cold", cold), 20, scale=records, limit=limit)
+    if run.args.records:
+        parse = run.step("parse_compare", path=str(run.workdir / f"source-{run.args.records[0]}"))
+        per_file = {"seconds": parse["strict"], "rss_growth_mb": 0.0}
+        events = ("libyaml events", {"seconds": parse["events"]})
+        size = f"{parse['files']:,} records, per file"
+        name, target = "strict front matter parse", "<= 3x libyaml events"
+        _against(run, name, size, per_file, events, target, 3)
     return first_id
 
 

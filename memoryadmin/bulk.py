@@ -141,8 +141,9 @@ def _preparer(field: models.Field) -> Callable[[models.Model], Any]:
 
         def prepare_moment(obj: models.Model) -> Any:
             value = getattr(obj, attname)
-            aware = type(value) is datetime and value.tzinfo is not None
-            return value if aware else prep(value, connection)
+            if value is None or (type(value) is datetime and value.tzinfo is not None):
+                return value
+            return prep(value, connection)
 
         return prepare_moment
 

@@ -19,7 +19,12 @@ from bench.steps.brain import (
     export_baseline,
     import_baseline,
 )
-from bench.steps.limits import index_c_baseline, reimport_baseline, source_c_baseline
+from bench.steps.limits import (
+    index_c_baseline,
+    parse_compare,
+    reimport_baseline,
+    source_c_baseline,
+)
 from bench.steps.measure import RESULT_PREFIX, Probe
 from bench.steps.reviews import (
     index_baseline,
@@ -39,6 +44,7 @@ STEPS: dict[str, Callable[[dict[str, Any], Probe], dict[str, Any]]] = {
     "import_baseline": import_baseline,
     "reimport_baseline": reimport_baseline,
     "source_c_baseline": source_c_baseline,
+    "parse_compare": parse_compare,
     "index_c_baseline": index_c_baseline,
     "source_setup": source_setup,
     "source_refresh": source_refresh,

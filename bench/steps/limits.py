@@ -175,3 +175,23 @@ def _reimport_plain(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
             )
         )
     return {"chunks": len(hashes), "held": len(held)}
+
+
+def parse_compare(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
+    """The strict reader against libyaml's event parse, on the same files read into memory:
+    seconds per file for each, the best of five passes taken in turns (so a busy moment of the
+    machine falls on both), nothing else timed."""
+    import time
+
+    from formats import frontmatter
+
+    files = [path.read_bytes() for path in sorted(Path(args["path"]).rglob("*.md"))]
+    parsers = {"strict": frontmatter.parse, "events": _c_parse}
+    best = dict.fromkeys(parsers, float("inf"))
+    for _ in range(5):
+        for name, parse in parsers.items():
+            start = time.perf_counter()
+            for data in files:
+                parse(data)
+            best[name] = min(best[name], (time.perf_counter() - start) / len(files))
+    return {"files": len(files), **best}

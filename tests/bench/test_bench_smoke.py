@@ -68,5 +68,17 @@ def test_it_runs_the_quick_benchmarks_at_tiny_sizes_and_prints_the_table(tmp_pat
         "agents: precheck (MCP tools/call)",
     ):
         assert f"| {name} |" in result.stdout, name
+    # the physical-limit baselines, the earlier ones beside them
+    for baseline in (
+        "read + C parse",
+        "clone + C parse",
+        "parse + checksum + look-up + upserts",
+        "read + strict parse",
+        "COPY FROM",
+        "COPY TO",
+        "shell + git",
+    ):
+        assert baseline in result.stdout, baseline
+    assert "| earlier baseline | growth |" in result.stdout
     written = (tmp_path / "performance.md").read_text(encoding="utf-8")
     assert "<!-- bench:results:begin -->" in written and "| export, JSON |" in written
