@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.urls import reverse
 
 from formats import memoryrail
 from formats.crosswalk import memory_hashes
@@ -27,7 +29,7 @@ from reviews.models import (
     PushState,
 )
 from reviews.services.approvals import _first_approvals
-from reviews.services.content import masked_title
+from reviews.services.content import masked_title, memory_text
 from reviews.task_names import REPOSITORY_PUSH_PENDING
 from webhooks import events as webhook_events
 from webhooks.emit import event_emit
@@ -186,8 +188,11 @@ def _decision_create(
                 decision=decision,
                 memory=m,
                 memory_key=m.memory_id,
+                memory_pk=m.pk,
                 ref=m.ref,
                 title=masked_title(m.title)[:1000],  # what history and commits show
+                type=m.type,
+                body=memory_text(m).body,  # the decided proposal's page shows it, masked
                 path=m.path,
                 blob_sha=m.blob_sha,
                 supersedes=m.supersedes,
@@ -280,6 +285,9 @@ def _decision_event(
             "comment": decision.comment,
             "secret_override": bool(decision.secret_override_reason),
             "push_state": decision.state,
+            # The decision's page: it stays when the proposal leaves the index.
+            "url": settings.PUBLIC_URL
+            + reverse("decision-detail", args=[decision.team.slug, decision.pk]),
             "proposals": [
                 {
                     "id": m.pk,
@@ -288,6 +296,9 @@ def _decision_event(
                     "type": m.type,
                     "title": masked_title(m.title),
                     "path": m.path,
+                    "url": settings.PUBLIC_URL
+                    + reverse("decision-detail", args=[decision.team.slug, decision.pk])
+                    + f"#item-{m.ref}",
                     "first_approval_by": (earlier[m.pk].actor_label if m.pk in earlier else None),
                 }
                 for m in group

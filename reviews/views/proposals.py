@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
@@ -17,7 +18,7 @@ from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import team_view
 from reviews import selectors
 from reviews.forms import BatchForm, DecisionForm, RevealForm
-from reviews.models import Decision, Memory
+from reviews.models import Decision, DecisionItem, Memory
 from reviews.rendering import render_markdown
 from reviews.services.content import memory_text, proposal_secret_reveal, stale_masked
 from reviews.services.decisions import proposals_review
@@ -32,6 +33,19 @@ def _errors(request: HttpRequest, exc: ValidationError) -> None:
 
 @team_view(Action.VIEW)
 def proposal_detail(request: HttpRequest, memory_pk: int) -> HttpResponse:
+    """The proposal; once it has left the index (a rejection deletes its file), its latest
+    decision's page, so links sent earlier keep working."""
+    team = request.team  # type: ignore[attr-defined]
+    if not Memory.objects.filter(pk=memory_pk, team=team).exists():
+        item = (
+            DecisionItem.objects.filter(memory_pk=memory_pk, decision__team=team)
+            .order_by("-decision_id")
+            .only("decision_id", "ref")
+            .first()
+        )
+        if item is not None:
+            url = reverse("decision-detail", args=[team.slug, item.decision_id])
+            return redirect(f"{url}#item-{item.ref}")
     return _proposal_page(request, memory_pk)
 
 

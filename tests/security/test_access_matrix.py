@@ -80,6 +80,7 @@ PAGES = [
     Page("review-batch", REVIEW, get=None, post=302, data={"action": "reject"}, idor=False),
     Page("review-history", VIEW, idor=False),
     Page("review-settings", MANAGE, post=(200, 302), idor=False),
+    Page("decision-detail", VIEW),
     Page("decision-retry", REVIEW, get=None, post=302),
     Page("decision-allow-reproposal", REVIEW, get=None, post=302),
     Page("proposal-detail", VIEW),
