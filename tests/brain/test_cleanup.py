@@ -6,6 +6,7 @@ import pytest
 
 from bundles.imports import bundle_import
 from bundles.models import Chunk, ImportRun, MemoryEdge
+from bundles.services.chunks import chunk_upsert
 from bundles.services.cleanup import (
     ChunkAlreadyDeleted,
     DnaConfirmationRequired,
@@ -14,7 +15,6 @@ from bundles.services.cleanup import (
     import_undo,
     import_undo_plan,
 )
-from bundles.services.chunks import chunk_upsert
 from formats.memoryai import content_hash
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent
@@ -53,7 +53,10 @@ def test_it_undoes_an_import_but_keeps_what_a_source_or_another_import_holds(
     team, tmp_path, admin_user
 ):
     kept = Chunk.objects.create(
-        team=team, content="held before", content_hash=content_hash("held before"), memory_type="fact"
+        team=team,
+        content="held before",
+        content_hash=content_hash("held before"),
+        memory_type="fact",
     )
     first = _import(
         team,
