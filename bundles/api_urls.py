@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from bundles.api import agents, context, exports, imports
+from bundles.api import agents, cleanup, context, exports, imports
 
 urlpatterns = [
     path("v1/brain/export", exports.ExportView.as_view(), name="bundle-export"),
@@ -19,6 +19,16 @@ urlpatterns = [
     ),
     path("v1/spec", exports.SpecView.as_view(), name="bundle-spec"),
     path("api/context/", context.ContextView.as_view(), name="api-context"),
+    path(
+        "api/brain/chunks/<int:chunk_id>/",
+        cleanup.ChunkDeleteView.as_view(),
+        name="api-brain-chunk",
+    ),
+    path(
+        "api/brain/imports/<int:import_id>/undo/",
+        cleanup.ImportUndoView.as_view(),
+        name="api-brain-import-undo",
+    ),
     path("api/search/", agents.SearchView.as_view(), name="api-search"),
     path("api/precheck/", agents.PrecheckView.as_view(), name="api-precheck"),
     path("api/memories/", agents.ProposeView.as_view(), name="api-memory-propose"),

@@ -100,6 +100,7 @@ class UndoPlan:
     kept_other_import: int  # created, but another import (not undone) carried them too
     kept_manual: int  # created, but entered or changed by hand since
     kept_deleted: int  # created, deleted by a person since: stay deleted (never exported)
+    held_before: int  # carried, but held before this import: never its to take back
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -142,15 +143,17 @@ def import_undo_plan(run: ImportRun) -> UndoPlan:
     created = _created(run)
     live = created.filter(is_deleted=False)
     removable = _removable(run)
+    carried, inserted = ImportedChunk.objects.filter(run=run).count(), created.count()
     return UndoPlan(
-        carried=ImportedChunk.objects.filter(run=run).count(),
-        inserted=created.count(),
+        carried=carried,
+        inserted=inserted,
         remove=removable.count(),
         remove_dna=removable.filter(dna_q()).count(),
         kept_source=live.filter(by_origin).count(),
         kept_other_import=live.exclude(by_origin).filter(by_import).count(),
         kept_manual=live.exclude(by_origin).exclude(by_import).filter(origin=Origin.MANUAL).count(),
         kept_deleted=created.filter(is_deleted=True).count(),
+        held_before=carried - inserted,
     )
 
 
