@@ -17,10 +17,16 @@ from memoryadmin.models import Team
 from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import team_view
 from reviews import selectors
+from reviews.diffs import inline_diff
 from reviews.forms import BatchForm, DecisionForm, RevealForm
 from reviews.models import Decision, DecisionItem, Memory
 from reviews.rendering import render_markdown
-from reviews.services.content import memory_text, proposal_secret_reveal, stale_masked
+from reviews.services.content import (
+    MemoryText,
+    memory_text,
+    proposal_secret_reveal,
+    stale_masked,
+)
 from reviews.services.decisions import proposals_review
 from reviews.services.push import decision_push_retry
 from reviews.services.rejections import rejection_reproposal_allow
@@ -78,6 +84,7 @@ def _proposal_page(
     if superseded is not None and superseded_text is not None:
         superseded.title = superseded_text.title
     body = memory.body if revealed else text.body
+    diff_against = _diff_against(memory, superseded, superseded_text)
     front_matter = memory.front_matter if revealed else text.front_matter
     context = {
         "memory": memory,
@@ -89,6 +96,8 @@ def _proposal_page(
             else ""
         ),
         "front_matter": [(k, memoryrail.encode_value(v)) for k, v in front_matter.items()],
+        "diff_label": diff_against[0],
+        "diff": inline_diff(diff_against[1], text.body) if diff_against[0] else None,
         **_proposal_decisions(memory),
         "can_review": user_can(request.user, team, Action.REVIEW),
         "approvals_needed": selectors.approvals_needed(
@@ -103,6 +112,26 @@ def _proposal_page(
     if revealed:
         response["Cache-Control"] = "no-store"  # shown once: not kept by the browser or a proxy
     return response
+
+
+def _diff_against(
+    memory: Memory, superseded: Memory | None, superseded_text: MemoryText | None
+) -> tuple[str, str]:
+    """(what the proposal is compared with, its masked text): the memory it supersedes, else
+    the text of its last decision when the file changed upstream since (another blob)."""
+    if superseded is not None and superseded_text is not None:
+        return f"Changes against {superseded.ref} {superseded.title}", superseded_text.body
+    earlier = (
+        DecisionItem.objects.filter(memory=memory)
+        .exclude(blob_sha=memory.blob_sha)
+        .exclude(body="")
+        .order_by("-decision_id")
+        .only("decision_id", "body")
+        .first()
+    )
+    if earlier is None:
+        return "", ""
+    return f"Changed upstream since decision #{earlier.decision_id}", earlier.body
 
 
 @require_POST
