@@ -113,6 +113,30 @@ def proposals_review(
     return outcome
 
 
+@transaction.atomic
+def proposals_blocking(
+    *, team: Team, memory_ids: list[int], kind: str, comment: str = "", override_reason: str = ""
+) -> dict[int, str]:
+    """Which of a refused batch's proposals refuse on their own, and why (nothing is written):
+    the queue marks those rows and offers to decide the others."""
+    comment, override_reason = comment.strip(), override_reason.strip()
+    blocking: dict[int, str] = {}
+    for memory_id in dict.fromkeys(memory_ids):
+        try:
+            _check_open(
+                team=team,
+                memory_ids=[memory_id],
+                kind=kind,
+                comment=comment,
+                override_reason=override_reason,
+            )
+        except ValidationError as exc:
+            blocking[memory_id] = " ".join(exc.messages)
+    if len(blocking) == len(set(memory_ids)):
+        return {}  # the batch as a whole is refused (a missing comment): no row is to blame
+    return blocking
+
+
 def _check_open(
     *, team: Team, memory_ids: list[int], kind: str, comment: str, override_reason: str
 ) -> list[Memory]:

@@ -35,3 +35,8 @@ def error_summary(text: str) -> str:
 def has_more_lines(text: str) -> bool:
     """Whether the full text says more than its summary (the toggle is worth showing)."""
     return bool(text) and text.strip() != error_summary_line(text)
+
+
+@register.filter
+def get_item(mapping: dict, key: object) -> object:  # type: ignore[type-arg]
+    return mapping.get(key, "") if isinstance(mapping, dict) else ""
