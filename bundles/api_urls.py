@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from bundles.api import agents, context, embeddings, exports, imports, usage
+from bundles.api import agents, cleanup, context, embeddings, exports, imports, usage
 
 urlpatterns = [
     path("v1/brain/export", exports.ExportView.as_view(), name="bundle-export"),
@@ -23,6 +23,16 @@ urlpatterns = [
         "api/brain/embeddings/",
         embeddings.EmbeddingStatusView.as_view(),
         name="api-brain-embeddings",
+    ),
+    path(
+        "api/brain/chunks/<int:chunk_id>/",
+        cleanup.ChunkDeleteView.as_view(),
+        name="api-brain-chunk",
+    ),
+    path(
+        "api/brain/imports/<int:import_id>/undo/",
+        cleanup.ImportUndoView.as_view(),
+        name="api-brain-import-undo",
     ),
     path("api/search/", agents.SearchView.as_view(), name="api-search"),
     path("api/precheck/", agents.PrecheckView.as_view(), name="api-precheck"),

@@ -20,7 +20,7 @@ from bundles.mirrored import Mirrored, MirrorResult
 from bundles.models import OriginKind
 from bundles.reconcile import _reconcile
 from formats import memoryai as protocol
-from formats.crosswalk import MEMORY_TYPES, SOURCE_TYPES, chunk_content
+from formats.crosswalk import MEMORY_TYPES, SOURCE_TYPES, chunk_content, memory_content
 from memoryadmin.audit import Actor
 from reviews.selectors import memory_pinned, memory_provenance, memory_tags
 
@@ -96,7 +96,9 @@ def repository_wanted(repository: Repository) -> list[Mirrored]:
         wanted.append(
             Mirrored(
                 ref=ref,
-                content=chunk_content(memory.title, memory.body),
+                content=memory_content(
+                    title=memory.title, body=memory.body, front_matter=memory.front_matter
+                ),
                 memory_type=memory_type,
                 tags=tags,
                 zone=zone,

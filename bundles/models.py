@@ -346,5 +346,45 @@ class ImportProposal(models.Model):
         return f"proposal #{self.pk} to {self.repository_id} ({self.state})"
 
 
+class ImportRun(models.Model):
+    """One bundle import that wrote to the brain (in the request or as a background job):
+    what "undo this import" takes back. Its ImportedChunk rows say which chunks it carried."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    job = models.OneToOneField(
+        ImportJob, null=True, blank=True, on_delete=models.SET_NULL, related_name="run"
+    )
+    actor_label = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    undone_at = models.DateTimeField(null=True, blank=True)
+    undone_by = models.CharField(max_length=200, blank=True)
+    undo_report = models.JSONField(null=True, blank=True)  # the counts the undo removed/kept
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["team", "-created_at"], name="importrun_team_created")]
+
+    def __str__(self) -> str:
+        return f"import run #{self.pk}{' (undone)' if self.undone_at else ''}"
+
+
+class ImportedChunk(models.Model):
+    """A chunk an import carried: `inserted` when that import created it, else it was held
+    already (a duplicate) — either way the import holds it, so undoing another keeps it."""
+
+    run = models.ForeignKey(ImportRun, on_delete=models.CASCADE, related_name="+")
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="+")
+    inserted = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "chunk"], name="importedchunk_run_chunk")
+        ]
+        indexes = [models.Index(fields=["chunk"], name="importedchunk_chunk")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} carried {self.chunk_id}"
+
+
 # The usage counters live in their own module; imported here so the app's models include them.
 from bundles.usage.models import UsageCounter, UsageKind  # noqa: E402, F401

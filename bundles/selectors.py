@@ -31,6 +31,7 @@ from bundles.models import (
     ChunkOrigin,
     Entity,
     ImportJob,
+    ImportRun,
     L2Session,
     MemoryEdge,
     MoodState,
@@ -138,7 +139,7 @@ def recent_bundle_events(team: Team, limit: int = 10) -> QuerySet[AuditEvent]:
 
 
 def recent_jobs(team: Team, limit: int = 5) -> QuerySet[ImportJob]:
-    return ImportJob.objects.filter(team=team)[:limit]
+    return ImportJob.objects.filter(team=team).select_related("run")[:limit]
 
 
 # What every driver reads back (psycopg and Python stop at years 1 and 9999).
@@ -238,3 +239,12 @@ def proposal_targets(team: Team) -> list[Any]:
     from reviews.models import Repository
 
     return list(Repository.objects.filter(team=team, push_enabled=True).only("id", "name"))
+
+
+def recent_runs(team: Team, limit: int = 10) -> list[ImportRun]:
+    """The team's latest imports that wrote to the brain, with what an undo would do."""
+    return list(
+        ImportRun.objects.filter(team=team)
+        .select_related("job")
+        .order_by("-created_at", "-id")[:limit]
+    )

@@ -46,6 +46,7 @@ def brain(request: HttpRequest) -> HttpResponse:
             "embeddings": embedding_status(team),
             "events": selectors.recent_bundle_events(team),
             "jobs": selectors.recent_jobs(team),
+            "runs": selectors.recent_runs(team),
             "page": selectors.chunk_page(team, request.GET.get("page"), flag=flag),
             "flag": flag,
             "can_import": user_can(request.user, team, Action.MANAGE),

@@ -4,6 +4,7 @@ a MemoryAI chunk to a MemoryRail file."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from formats.memoryai import content_hash
@@ -34,6 +35,9 @@ REVERSE_TYPES = {
 }
 # A proposal's title, cut from a chunk's first line.
 MAX_TITLE = 200
+# The short title of a proposal drafted from an imported chunk (its first sentence or line).
+PROPOSAL_TITLE = 80
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 # Front matter field our import writer adds to a proposal it renders from a chunk.
 FRONT_MATTER_KEY = "x-memoryadmin"
 
@@ -52,6 +56,32 @@ def split_content(content: str) -> tuple[str, str]:
     if len(first) > MAX_TITLE:
         return first[: MAX_TITLE - 1].rstrip() + "…", text
     return first, rest.strip()
+
+
+def proposal_title(content: str) -> str:
+    """A short title for a chunk's proposal: its first sentence or first line, whichever ends
+    first, at most PROPOSAL_TITLE characters (cut at a word, with an ellipsis)."""
+    first = next((line.strip() for line in content.splitlines() if line.strip()), "")
+    title = _SENTENCE_END.split(first, maxsplit=1)[0].strip()
+    if title.endswith(".") and not title.endswith(".."):
+        title = title[:-1].rstrip()
+    if len(title) <= PROPOSAL_TITLE:
+        return title or "Memory"
+    cut = title[: PROPOSAL_TITLE - 1]
+    if " " in cut[PROPOSAL_TITLE // 2 :]:
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def memory_content(*, title: str, body: str, front_matter: Any) -> str:
+    """A repository memory's text in the brain. A proposal drafted from an imported chunk
+    holds the whole chunk in its body (its title is a short cut of it): the body is the text
+    when it hashes to the chunk the file records, so the approved memory is that same chunk."""
+    extra = front_matter.get(FRONT_MATTER_KEY) if isinstance(front_matter, dict) else None
+    recorded = extra.get("content_hash") if isinstance(extra, dict) else None
+    if isinstance(recorded, str) and body.strip() and content_hash(body.strip()) == recorded:
+        return body.strip()
+    return chunk_content(title, body)
 
 
 def memoryrail_type(memory_type: str, tags: list[str]) -> tuple[str, list[str]]:
@@ -73,7 +103,8 @@ def memory_hashes(*, title: str, body: str, front_matter: Any) -> tuple[str, str
     the file records a different one, else "").
 
     An imported chunk's text is split into title and body when it becomes a file; the two
-    differ when that is not an exact round trip (a title cut at 200 characters, spacing)."""
+    differ when that is not an exact round trip (a title cut at 200 characters, spacing; a
+    proposal whose body holds the whole chunk, `memory_content`). Frozen in reviews 0003."""
     text_hash = content_hash(chunk_content(title, body))
     extra = front_matter.get(FRONT_MATTER_KEY) if isinstance(front_matter, dict) else None
     recorded = extra.get("content_hash") if isinstance(extra, dict) else None

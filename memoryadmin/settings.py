@@ -23,6 +23,9 @@ SECRET_KEY = _secret
 
 ALLOWED_HOSTS = env_list("MEMORYADMIN_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("MEMORYADMIN_CSRF_TRUSTED_ORIGINS", [])
+# Where people reach this instance (https://memory.example.com): links in webhook payloads
+# are absolute with it, paths without it.
+PUBLIC_URL = env_str("MEMORYADMIN_PUBLIC_URL", "").rstrip("/")
 
 DATA_DIR = Path(env_str("MEMORYADMIN_DATA_DIR", str(BASE_DIR / "var")))
 DATA_DIR.mkdir(parents=True, exist_ok=True)

@@ -185,11 +185,18 @@ class DecisionItem(models.Model):
         Memory, null=True, blank=True, on_delete=models.SET_NULL, related_name="decision_items"
     )
     memory_key = models.CharField(max_length=255)  # the MemoryRail id
+    # The proposal's page id when decided: its old URL (/p/<pk>/) still leads here once the
+    # memory is gone from the index (a rejection deletes the file).
+    memory_pk = models.BigIntegerField(null=True, blank=True, db_index=True)
     ref = models.CharField(max_length=8)
     title = models.CharField(max_length=1000)
     path = models.CharField(max_length=500)
     blob_sha = models.CharField(max_length=40)  # what the reviewer saw; any other blob = conflict
     supersedes = models.CharField(max_length=255, blank=True)
+    # What the reviewer decided on, kept for the decided proposal's page: the type and the
+    # body with secrets masked (reviews.services.content.memory_text), as of the decision.
+    type = models.CharField(max_length=16, blank=True)
+    body = models.TextField(blank=True)
     proposed_at = models.DateTimeField(null=True, blank=True)  # for time-to-decision
     # The first of two approvals, when the team requires two (named in the commit message).
     first_approval = models.ForeignKey(

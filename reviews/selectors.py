@@ -97,6 +97,29 @@ def review_queue(
     return queryset.order_by("added_at", "id")
 
 
+QUEUE_FILTERS = ("repository", "type", "flag", "assigned")
+
+
+def queue_filters(params: Any) -> dict[str, str]:
+    """The queue's filters from a query (or a form post): the proposal pages keep them."""
+    filters = {k: str(params.get(k, "")) for k in QUEUE_FILTERS}
+    if not filters["repository"].isdigit():
+        filters["repository"] = ""
+    return filters
+
+
+def queue_neighbours(
+    team: Team, memory_pk: int, *, filters: dict[str, str], user: Any | None = None
+) -> tuple[int | None, int | None]:
+    """(previous, next) proposal of the same queue around this one, by primary key. One
+    query over the ids only; a proposal not in the queue (decided) has the queue's first."""
+    ids = list(review_queue(team, filters=filters, user=user).values_list("pk", flat=True))
+    if memory_pk not in ids:
+        return None, (ids[0] if ids else None)
+    at = ids.index(memory_pk)
+    return (ids[at - 1] if at else None), (ids[at + 1] if at + 1 < len(ids) else None)
+
+
 def find_memories(team: Team, key: str, *, repository: Repository | None = None) -> list[Memory]:
     """Memories of the team matching an id, a short ref or a primary key (all matches)."""
     queryset = Memory.objects.filter(team=team).select_related("repository")

@@ -2,13 +2,14 @@ from __future__ import annotations
 
 from django.urls import path
 
-from reviews.views import proposals, queue, repositories, repository_admin, settings
+from reviews.views import decisions, proposals, queue, repositories, repository_admin, settings
 
 urlpatterns = [
     path("", queue.review_queue, name="review-queue"),
     path("batch/", proposals.review_batch, name="review-batch"),
     path("history/", queue.review_history, name="review-history"),
     path("settings/", settings.review_settings_edit, name="review-settings"),
+    path("decisions/<int:decision_pk>/", decisions.decision_detail, name="decision-detail"),
     path("decisions/<int:decision_pk>/retry/", proposals.decision_retry, name="decision-retry"),
     path(
         "decisions/<int:decision_pk>/allow-reproposal/",

@@ -17,7 +17,7 @@ from bundles.imports import context
 from bundles.imports.context import ImportContext
 from bundles.imports.planner import PlannerStats
 from bundles.mirrored import PROVENANCE_KEY
-from bundles.models import CHUNK_RECORD_COLUMNS, Chunk, Origin
+from bundles.models import CHUNK_RECORD_COLUMNS, Chunk, ImportedChunk, Origin
 from bundles.secrets import chunk_secret_findings, describe_findings
 from formats import memoryai as protocol
 from formats.memoryai import ChunkRecord
@@ -300,6 +300,30 @@ class ChunkWriter:
         for _, record, _ in batch:
             if record.id is not None and record.content_hash in local:
                 self.ctx.chunk_ids[record.id] = local[record.content_hash]
+        new = set(inserted) if inserted is not None else {digest for digest, _ in outcomes}
+        self._link_run(local, new)
+
+    def _link_run(self, local: dict[str, int], inserted: set[str]) -> None:
+        """Record the chunks this import carried (and which it created) on its ImportRun."""
+        run_id = self.ctx.run_id
+        if run_id is None or not local:
+            return
+        rows = [(run_id, pk, digest in inserted) for digest, pk in local.items()]
+        if connection.vendor == "postgresql":
+            copy_rows(
+                ImportedChunk,
+                ("run_id", "chunk_id", "inserted"),
+                rows,
+                conflict="ON CONFLICT (run_id, chunk_id) DO NOTHING",
+            )
+            return
+        table = connection.ops.quote_name(ImportedChunk._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                f"INSERT INTO {table} (run_id, chunk_id, inserted) VALUES (%s, %s, %s) "  # noqa: S608
+                "ON CONFLICT (run_id, chunk_id) DO NOTHING",
+                rows,
+            )
 
     def _json(self, value: Any) -> str:
         """JSON text for a jsonb/JSON column (COPY and SQLite take it as it is)."""

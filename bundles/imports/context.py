@@ -26,6 +26,7 @@ class ImportOptions:
     keep_embeddings: bool = True
     accept_foreign_embeddings: bool = False
     propose_to: int | None = None  # repository id: DNA chunks become proposals there
+    job_id: int | None = None  # the background job running this import (its ImportRun's job)
 
 
 @dataclass
@@ -39,6 +40,7 @@ class ImportContext:
     options: ImportOptions
     report: ImportReport
     settings: BrainSettings  # the team's brain settings, locked for the run
+    run_id: int | None = None  # this import's ImportRun (what an undo takes back)
     progress: Progress | None = None
     chunk_ids: dict[int, int] = field(default_factory=dict)
     done: int = 0

@@ -23,7 +23,7 @@ from bundles.imports.proposals import ImportProposals
 from bundles.imports.report import ImportReport, _audit_import, _import_event
 from bundles.imports.sections import EdgeWriter, EntityWriter, KeyedWriter
 from bundles.mirrored import PROVENANCE_KEY
-from bundles.models import BrainSettings, Chunk
+from bundles.models import BrainSettings, Chunk, ImportRun
 from bundles.selectors import served_chunks
 from formats import memoryai as protocol
 from formats.memoryai import SECTIONS
@@ -45,10 +45,12 @@ class Importer:
     ) -> None:
         manifest = envelope.manifest
         settings, _ = BrainSettings.objects.select_for_update().get_or_create(team=team)
+        actor = actor or Actor.system()
+        run = ImportRun.objects.create(team=team, job_id=options.job_id, actor_label=actor.label)
         self.envelope = envelope
         self.ctx = ImportContext(
             team=team,
-            actor=actor or Actor.system(),
+            actor=actor,
             now=timezone.now(),
             manifest=manifest,
             options=options,
@@ -56,6 +58,7 @@ class Importer:
             settings=settings,
             progress=progress,
             total=sum(manifest.counts.get(name, 0) for name in SECTIONS),
+            run_id=run.pk,
         )
         # Chunks above this id are this import's (the near-duplicate hint compares them).
         self.chunk_id_floor = Chunk.objects.aggregate(top=Max("id"))["top"] or 0

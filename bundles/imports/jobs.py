@@ -138,7 +138,10 @@ def import_job_run(*, job_id: int, reclaim: bool = False) -> ImportJob | None:
                 actor=actor,
                 path=path,
                 options=ImportOptions(
-                    job.keep_embeddings, job.accept_foreign_embeddings, job.propose_to_id
+                    job.keep_embeddings,
+                    job.accept_foreign_embeddings,
+                    job.propose_to_id,
+                    job_id=job.pk,
                 ),
                 progress=lambda done, total: cache.set(key, [done, total], timeout=3600),
             )

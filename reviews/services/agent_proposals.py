@@ -22,6 +22,7 @@ from formats.crosswalk import (
     chunk_content,
     memory_hashes,
     memoryrail_type,
+    proposal_title,
     split_content,
 )
 from formats.memoryai import content_hash
@@ -158,11 +159,12 @@ def proposal_drafts(
     hashes, ids = _known(repository)
     hashes |= waiting
     ids |= taken_ids  # memory ids of drafts not in the repository yet
-    # Each chunk with its title, body and the hash of the text its file would hold.
+    # Each chunk with its short title, its whole text as the body, and the hash a file
+    # drafted before bodies held the whole text (title = first line) would have.
     texts = []
     for chunk in chunks:
-        title, body = split_content(chunk.content)
-        texts.append((chunk, title, body, content_hash(chunk_content(title, body))))
+        legacy = content_hash(chunk_content(*split_content(chunk.content)))
+        texts.append((chunk, proposal_title(chunk.content), chunk.content.strip(), legacy))
     decided = decided_texts(repository, [t[0].content_hash for t in texts] + [t[3] for t in texts])
     result = DraftResult()
     for chunk, title, body, round_trip in texts:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.urls import reverse
 
 from formats import memoryrail
 from formats.crosswalk import memory_hashes
@@ -27,7 +29,7 @@ from reviews.models import (
     PushState,
 )
 from reviews.services.approvals import _first_approvals
-from reviews.services.content import masked_title
+from reviews.services.content import masked_title, memory_text
 from reviews.task_names import REPOSITORY_PUSH_PENDING
 from webhooks import events as webhook_events
 from webhooks.emit import event_emit
@@ -111,6 +113,30 @@ def proposals_review(
     return outcome
 
 
+@transaction.atomic
+def proposals_blocking(
+    *, team: Team, memory_ids: list[int], kind: str, comment: str = "", override_reason: str = ""
+) -> dict[int, str]:
+    """Which of a refused batch's proposals refuse on their own, and why (nothing is written):
+    the queue marks those rows and offers to decide the others."""
+    comment, override_reason = comment.strip(), override_reason.strip()
+    blocking: dict[int, str] = {}
+    for memory_id in dict.fromkeys(memory_ids):
+        try:
+            _check_open(
+                team=team,
+                memory_ids=[memory_id],
+                kind=kind,
+                comment=comment,
+                override_reason=override_reason,
+            )
+        except ValidationError as exc:
+            blocking[memory_id] = " ".join(exc.messages)
+    if len(blocking) == len(set(memory_ids)):
+        return {}  # the batch as a whole is refused (a missing comment): no row is to blame
+    return blocking
+
+
 def _check_open(
     *, team: Team, memory_ids: list[int], kind: str, comment: str, override_reason: str
 ) -> list[Memory]:
@@ -186,8 +212,11 @@ def _decision_create(
                 decision=decision,
                 memory=m,
                 memory_key=m.memory_id,
+                memory_pk=m.pk,
                 ref=m.ref,
                 title=masked_title(m.title)[:1000],  # what history and commits show
+                type=m.type,
+                body=memory_text(m).body,  # the decided proposal's page shows it, masked
                 path=m.path,
                 blob_sha=m.blob_sha,
                 supersedes=m.supersedes,
@@ -280,6 +309,9 @@ def _decision_event(
             "comment": decision.comment,
             "secret_override": bool(decision.secret_override_reason),
             "push_state": decision.state,
+            # The decision's page: it stays when the proposal leaves the index.
+            "url": settings.PUBLIC_URL
+            + reverse("decision-detail", args=[decision.team.slug, decision.pk]),
             "proposals": [
                 {
                     "id": m.pk,
@@ -288,6 +320,9 @@ def _decision_event(
                     "type": m.type,
                     "title": masked_title(m.title),
                     "path": m.path,
+                    "url": settings.PUBLIC_URL
+                    + reverse("decision-detail", args=[decision.team.slug, decision.pk])
+                    + f"#item-{m.ref}",
                     "first_approval_by": (earlier[m.pk].actor_label if m.pk in earlier else None),
                 }
                 for m in group

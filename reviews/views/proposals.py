@@ -6,7 +6,8 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
@@ -16,13 +17,20 @@ from memoryadmin.models import Team
 from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import team_view
 from reviews import selectors
+from reviews.diffs import inline_diff
 from reviews.forms import BatchForm, DecisionForm, RevealForm
-from reviews.models import Decision, Memory
+from reviews.models import Decision, DecisionItem, Memory
 from reviews.rendering import render_markdown
-from reviews.services.content import memory_text, proposal_secret_reveal, stale_masked
-from reviews.services.decisions import proposals_review
+from reviews.services.content import (
+    MemoryText,
+    memory_text,
+    proposal_secret_reveal,
+    stale_masked,
+)
+from reviews.services.decisions import proposals_blocking, proposals_review
 from reviews.services.push import decision_push_retry
 from reviews.services.rejections import rejection_reproposal_allow
+from reviews.views.queue import queue_page
 
 
 def _errors(request: HttpRequest, exc: ValidationError) -> None:
@@ -32,6 +40,19 @@ def _errors(request: HttpRequest, exc: ValidationError) -> None:
 
 @team_view(Action.VIEW)
 def proposal_detail(request: HttpRequest, memory_pk: int) -> HttpResponse:
+    """The proposal; once it has left the index (a rejection deletes its file), its latest
+    decision's page, so links sent earlier keep working."""
+    team = request.team  # type: ignore[attr-defined]
+    if not Memory.objects.filter(pk=memory_pk, team=team).exists():
+        item = (
+            DecisionItem.objects.filter(memory_pk=memory_pk, decision__team=team)
+            .order_by("-decision_id")
+            .only("decision_id", "ref")
+            .first()
+        )
+        if item is not None:
+            url = reverse("decision-detail", args=[team.slug, item.decision_id])
+            return redirect(f"{url}#item-{item.ref}")
     return _proposal_page(request, memory_pk)
 
 
@@ -64,6 +85,7 @@ def _proposal_page(
     if superseded is not None and superseded_text is not None:
         superseded.title = superseded_text.title
     body = memory.body if revealed else text.body
+    diff_against = _diff_against(memory, superseded, superseded_text)
     front_matter = memory.front_matter if revealed else text.front_matter
     context = {
         "memory": memory,
@@ -75,6 +97,9 @@ def _proposal_page(
             else ""
         ),
         "front_matter": [(k, memoryrail.encode_value(v)) for k, v in front_matter.items()],
+        **_queue_context(request, memory),
+        "diff_label": diff_against[0],
+        "diff": inline_diff(diff_against[1], text.body) if diff_against[0] else None,
         **_proposal_decisions(memory),
         "can_review": user_can(request.user, team, Action.REVIEW),
         "approvals_needed": selectors.approvals_needed(
@@ -89,6 +114,44 @@ def _proposal_page(
     if revealed:
         response["Cache-Control"] = "no-store"  # shown once: not kept by the browser or a proxy
     return response
+
+
+def _queue_context(request: HttpRequest, memory: Memory) -> dict[str, object]:
+    """The proposal's place in the queue it was opened from: previous/next, the filters."""
+    filters = selectors.queue_filters(request.GET)
+    previous, following = selectors.queue_neighbours(
+        request.team,  # type: ignore[attr-defined]
+        memory.pk,
+        filters=filters,
+        user=request.user,
+    )
+    query = urlencode({k: v for k, v in filters.items() if v})
+    return {
+        "previous_pk": previous if memory.status == "proposed" else None,
+        "next_pk": following,
+        "queue_filters": [(k, v) for k, v in filters.items() if v],
+        "queue_query": f"?{query}" if query else "",
+    }
+
+
+def _diff_against(
+    memory: Memory, superseded: Memory | None, superseded_text: MemoryText | None
+) -> tuple[str, str]:
+    """(what the proposal is compared with, its masked text): the memory it supersedes, else
+    the text of its last decision when the file changed upstream since (another blob)."""
+    if superseded is not None and superseded_text is not None:
+        return f"Changes against {superseded.ref} {superseded.title}", superseded_text.body
+    earlier = (
+        DecisionItem.objects.filter(memory=memory)
+        .exclude(blob_sha=memory.blob_sha)
+        .exclude(body="")
+        .order_by("-decision_id")
+        .only("decision_id", "body")
+        .first()
+    )
+    if earlier is None:
+        return "", ""
+    return f"Changed upstream since decision #{earlier.decision_id}", earlier.body
 
 
 @require_POST
@@ -185,6 +248,10 @@ def proposal_decide(request: HttpRequest, memory_pk: int, kind: str) -> HttpResp
     memory = get_object_or_404(Memory, pk=memory_pk, team=team)
     form = DecisionForm(request.POST)
     form.is_valid()
+    filters = selectors.queue_filters(request.POST)
+    previous, following = selectors.queue_neighbours(
+        team, memory.pk, filters=filters, user=request.user
+    )
     try:
         outcome = proposals_review(
             actor=Actor.from_request(request),
@@ -205,8 +272,15 @@ def proposal_decide(request: HttpRequest, memory_pk: int, kind: str) -> HttpResp
         )
         return redirect("proposal-detail", team_slug=team.slug, memory_pk=memory.pk)
     verb = "Approved" if kind == "approve" else "Rejected"
-    messages.success(request, f"{verb} {memory.ref}. The commit is being pushed.")
-    return redirect("review-history", team_slug=team.slug)
+    messages.success(request, f"{verb} {memory.ref}. The commit is being pushed (see history).")
+    # On to the next proposal of the same queue (the one before at its end), like GitHub.
+    landing = following or previous
+    query = urlencode({k: v for k, v in filters.items() if v})
+    if landing is None:
+        messages.info(request, "That was the last proposal of this queue.")
+        return redirect(reverse("review-queue", args=[team.slug]) + (f"?{query}" if query else ""))
+    url = reverse("proposal-detail", args=[team.slug, landing])
+    return redirect(url + (f"?{query}" if query else ""))
 
 
 @require_POST
@@ -217,7 +291,16 @@ def review_batch(request: HttpRequest) -> HttpResponse:
     ids = [int(v) for v in request.POST.getlist("proposals") if v.isdigit()]
     if not form.is_valid():
         messages.error(request, "Choose approve or reject.")
-        return redirect("review-queue", team_slug=team.slug)
+        return queue_page(request, batch_form=form, selected=frozenset(ids), status=400)
+    if request.POST.get("skip") == "blocked":  # "decide the others": leave what still blocks
+        blocked = proposals_blocking(
+            team=team,
+            memory_ids=ids,
+            kind=form.cleaned_data["action"],
+            comment=form.cleaned_data["comment"],
+            override_reason=form.cleaned_data["override_reason"],
+        )
+        ids = [i for i in ids if i not in blocked]
     try:
         outcome = proposals_review(
             actor=Actor.from_request(request),
@@ -228,8 +311,19 @@ def review_batch(request: HttpRequest) -> HttpResponse:
             override_reason=form.cleaned_data["override_reason"],
         )
     except ValidationError as exc:
+        # Nothing was decided: the page keeps the selection and the comment, and marks the
+        # proposals that refuse on their own, so the reviewer can decide the others.
         _errors(request, exc)
-        return redirect("review-queue", team_slug=team.slug)
+        blocked = proposals_blocking(
+            team=team,
+            memory_ids=ids,
+            kind=form.cleaned_data["action"],
+            comment=form.cleaned_data["comment"],
+            override_reason=form.cleaned_data["override_reason"],
+        )
+        return queue_page(
+            request, batch_form=form, selected=frozenset(ids), blocked=blocked, status=400
+        )
     firsts = outcome.first_approvals
     decided = len(ids) - len(firsts)
     if decided:

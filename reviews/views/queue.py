@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.http import urlencode
 
 from formats import memoryrail
 from memoryadmin.permissions import Action, user_can
@@ -19,10 +20,21 @@ PAGE_SIZE = 50
 
 @team_view(Action.VIEW)
 def review_queue(request: HttpRequest) -> HttpResponse:
+    return queue_page(request)
+
+
+def queue_page(
+    request: HttpRequest,
+    *,
+    batch_form: BatchForm | None = None,
+    selected: frozenset[int] = frozenset(),
+    blocked: dict[int, str] | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    """The queue; after a refused batch, with its selection, comment and blocking rows kept."""
     team = request.team  # type: ignore[attr-defined]
-    filters = {k: request.GET.get(k, "") for k in ("repository", "type", "flag", "assigned")}
-    if not filters["repository"].isdigit():
-        filters["repository"] = ""
+    source = request.POST if request.method == "POST" else request.GET
+    filters = selectors.queue_filters(source)
     queue = selectors.review_queue(team, filters=filters, user=request.user)
     page = Paginator(queue, PAGE_SIZE).get_page(request.GET.get("page"))
     for memory in page:
@@ -40,9 +52,13 @@ def review_queue(request: HttpRequest) -> HttpResponse:
         "can_manage": user_can(request.user, team, Action.MANAGE),
         "two_approvals": selectors.requires_two_approvals(team),
         "two_approval_types": selectors.TWO_APPROVAL_TYPES,
-        "batch_form": BatchForm(),
+        "batch_form": batch_form or BatchForm(),
+        "selected": selected,
+        "blocked": blocked or {},
+        "others": sorted(selected - set(blocked or {})),
+        "queue_query": urlencode({k: v for k, v in filters.items() if v}),
     }
-    return render(request, "reviews/queue.html", context)
+    return render(request, "reviews/queue.html", context, status=status)
 
 
 @team_view(Action.VIEW)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import orjson
 
 from bundles.models import Chunk, ChunkOrigin, ImportProposal
+from formats.memoryai import content_hash
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent
 from reviews.models import Memory
@@ -287,3 +288,33 @@ def test_it_fails_an_import_proposal_visibly_once_a_flaky_remote_used_up_its_ret
     assert (proposal.state, proposal.attempts) == ("failed", 2)
     assert "hung up" in proposal.detail and proposal.finished_at is not None
     assert AuditEvent.objects.filter(team=team, action="brain.propose-failed").count() == 1
+
+
+LONG = (
+    "Always run the database migrations in a separate deploy step before the new code starts "
+    "serving traffic, never together with it. Otherwise old workers read new columns."
+)
+
+
+def test_it_puts_the_chunk_text_in_the_proposal_body_under_a_short_title(
+    repository, reviewer_user, team, token_client, django_capture_on_commit_callbacks
+):
+    client = token_client(team, ["bundles:import", "bundles:export"])
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            f"/v1/brain/import?propose_to={repository.pk}",
+            data=orjson.dumps(make_bundle(chunks=[chunk(1, LONG, "decision")])),
+            content_type="application/json",
+        )
+    assert response.status_code == 200, response.content
+    memory = Memory.objects.get(
+        repository=repository, status="proposed", front_matter__icontains=content_hash(LONG)
+    )
+    assert len(memory.title) <= 80 and memory.title.endswith("…")
+    assert LONG.startswith(memory.title.removesuffix("…"))
+    assert memory.body.strip() == LONG  # the whole text, not what the title left over
+    with django_capture_on_commit_callbacks(execute=True):
+        proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
+    # Approved, it is the very chunk that was imported: one chunk, now with its provenance.
+    assert Chunk.objects.filter(team=team, content=LONG).count() == 1
+    assert exported(client)[LONG]["metadata"]["memoryadmin"]["origin"] == "repository"

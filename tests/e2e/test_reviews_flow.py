@@ -62,9 +62,11 @@ def test_it_approves_a_superseding_proposal_and_rejects_another_then_pushes_both
 
     page.get_by_label("Comment (required to reject)").fill("Right for small installs.")
     page.get_by_role("button", name="Approve").click()
-    # The answer is the decision history, which polls while a push is pending.
-    expect(page.get_by_role("heading", level=1)).to_have_text("Decision history")
+    # The answer is the next proposal of the queue; the history polls while a push is pending.
     expect(page.get_by_role("status")).to_contain_text("Approved")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("The deploy needs the token")
+    page.goto(f"{live_server.url}/t/{team.slug}/reviews/history/")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Decision history")
     row = decision_row(page, "Use SQLite for the embedded mode")
     expect(row).to_contain_text("user:rita")
     expect(row).to_contain_text("approve in app")
@@ -78,6 +80,9 @@ def test_it_approves_a_superseding_proposal_and_rejects_another_then_pushes_both
     decide(page, live_server, "rob", "Caching the manifest failed")
     page.get_by_label("Comment (required to reject)").fill("An attempt, not a lasting memory.")
     page.get_by_role("button", name="Reject (deletes the file)").click()
+    # The last of the queue: the reviewer lands on the one before it.
+    expect(page.get_by_role("heading", level=1)).to_contain_text("The deploy needs the token")
+    page.goto(f"{live_server.url}/t/{team.slug}/reviews/history/")
     expect(page.get_by_role("heading", level=1)).to_have_text("Decision history")
     row = decision_row(page, "Caching the manifest failed")
     expect(row).to_contain_text("user:rob")

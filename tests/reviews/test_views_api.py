@@ -258,3 +258,43 @@ def test_it_keeps_api_list_queries_flat(
     api.get("/api/reviews/proposals/")
     with django_assert_max_num_queries(7):  # +1: the assignees prefetch
         assert api.get("/api/reviews/proposals/").status_code == 200
+
+
+def test_it_lands_on_the_next_proposal_of_the_same_queue_after_a_decision(
+    client, reviewer_user, repository, remote, django_capture_on_commit_callbacks
+):
+    client.force_login(reviewer_user)
+    sqlite, key, attempt = (proposal(repository, m) for m in (SQLITE, SECRET, ATTEMPT))
+    url = reverse("proposal-reject", args=["alpha", sqlite.pk])
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url, {"comment": "no"})
+    assert response["Location"] == reverse("proposal-detail", args=["alpha", key.pk])
+    # Within a filtered queue (attempts only) the next is the next of that queue: none left.
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            reverse("proposal-reject", args=["alpha", attempt.pk]),
+            {"comment": "no", "type": "attempt"},
+        )
+    assert response["Location"] == reverse("review-queue", args=["alpha"]) + "?type=attempt"
+    page = client.get(reverse("proposal-detail", args=["alpha", key.pk])).content.decode()
+    assert 'data-shortcut="approve"' in page and "Keyboard shortcuts" in page
+
+
+def test_it_keeps_a_refused_batch_and_marks_the_row_that_blocks(
+    client, reviewer_user, repository, remote, django_capture_on_commit_callbacks
+):
+    client.force_login(reviewer_user)
+    ids = [proposal(repository, m).pk for m in (SQLITE, SECRET, ATTEMPT)]
+    key = proposal(repository, SECRET)
+    data = {"proposals": ids, "action": "approve", "comment": "Ship it"}
+    response = client.post(reverse("review-batch", args=["alpha"]), data)
+    body = response.content.decode()
+    assert response.status_code == 400 and not Decision.objects.exists()
+    assert body.count("checked") == 3 and "Ship it</textarea>" in body
+    assert f'id="blocked-{key.pk}"' in body and body.count('class="blocked"') == 1
+    assert "Decide the others (2)" in body
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("review-batch", args=["alpha"]), {**data, "skip": "blocked"})
+    assert response.status_code == 302
+    decided = {i.memory_key for i in Decision.objects.get().items.all()}
+    assert decided == {SQLITE, ATTEMPT}

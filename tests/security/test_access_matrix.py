@@ -83,6 +83,7 @@ PAGES = [
     Page("review-batch", REVIEW, get=None, post=302, data={"action": "reject"}, idor=False),
     Page("review-history", VIEW, idor=False),
     Page("review-settings", MANAGE, post=(200, 302), idor=False),
+    Page("decision-detail", VIEW),
     Page("decision-retry", REVIEW, get=None, post=302),
     Page("decision-allow-reproposal", REVIEW, get=None, post=302),
     Page("proposal-detail", VIEW),
@@ -105,6 +106,8 @@ PAGES = [
     Page("brain-export", VIEW, get=None, post=200, data={"scope": "full"}, idor=False),
     Page("brain-import", MANAGE, get=None, post=(200, 302, 400), idor=False),
     Page("brain-job", VIEW),
+    Page("brain-chunk-delete", MANAGE, post=302),
+    Page("brain-import-undo", MANAGE, post=302),
     Page("webhook-list", MANAGE, post=200, data={"url": ""}, idor=False),
     Page("webhook-detail", MANAGE),
     Page("webhook-active", MANAGE, get=None, post=302, data={"active": "false"}),
@@ -214,6 +217,9 @@ APIS = [
     Api("bundle-import", "POST", Scope.BUNDLES_IMPORT, body="BUNDLE"),
     Api("bundle-import-file", "POST", Scope.BUNDLES_IMPORT, body="BUNDLE", fmt="multipart"),
     Api("bundle-import-job", "GET", Scope.BUNDLES_IMPORT),
+    Api("api-brain-chunk", "DELETE", Scope.BUNDLES_IMPORT, ok=204),
+    Api("api-brain-import-undo", "GET", Scope.BUNDLES_IMPORT),
+    Api("api-brain-import-undo", "POST", Scope.BUNDLES_IMPORT, body={}),
     Api("bundle-spec", "GET", None, public=True),
 ]
 
@@ -453,7 +459,9 @@ def test_it_never_shows_another_teams_object_through_the_api(world, make_token):
     client = _token_client(make_token, alpha.team, [str(s) for s in Scope])
     failures = []
     for api in APIS:
-        if api.pk is None and not any(key in _kwargs(api.name, beta) for key in ("key", "job_id")):
+        if api.pk is None and not any(
+            key in _kwargs(api.name, beta) for key in ("key", "job_id", "chunk_id", "import_id")
+        ):
             continue
         url = _api_url(api, beta)
         response = _rolled_back(lambda: _api_call(client, api, url, beta))  # noqa: B023

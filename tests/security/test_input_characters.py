@@ -32,6 +32,7 @@ QUERY_NAMES = [
     "accept_foreign_embeddings",
     "action",
     "assigned",
+    "confirm_dna",
     "days",
     "flag",
     "include",

@@ -9,7 +9,7 @@ from typing import Any
 from django.db import transaction
 
 from bundles.imports import bundle_import
-from bundles.models import Chunk, ImportJob
+from bundles.models import Chunk, ImportJob, ImportRun
 from memoryadmin.audit import Actor
 from memoryadmin.models import ApiToken, AuditEvent, Membership, Team
 from reviews.models import Decision, Memory, Repository
@@ -40,6 +40,7 @@ class TeamObjects:
     delivery: WebhookDelivery
     token: ApiToken
     chunk: Chunk
+    import_run: ImportRun
     membership: Membership
     secrets: dict[str, str] = field(default_factory=dict)
 
@@ -54,6 +55,8 @@ class TeamObjects:
             "memory_pk": self.proposal.pk,
             "repository_pk": self.repository.pk,
             "job_id": self.job.pk,
+            "chunk_id": self.chunk.pk,
+            "import_id": self.import_run.pk,
             "endpoint_id": self.endpoint.pk,
             "delivery_id": self.delivery.pk,
             "decision_pk": self.decision.pk,
@@ -161,6 +164,7 @@ def build_team(
         delivery=delivery,
         token=token,
         chunk=brain_chunk,
+        import_run=ImportRun.objects.get(team=team),
         membership=Membership.objects.get(team=team, user=admin),
         secrets={"webhook": hook_secret, "token": token_secret},
     )

@@ -318,6 +318,7 @@ def test_it_sends_decision_made_for_an_approval_and_a_batch_rejection(
         "comment": "Good catch",
         "secret_override": False,
         "push_state": "pending",
+        "url": f"/t/{team.slug}/reviews/decisions/{decision.pk}/",
         "proposals": [
             {
                 "id": attempt.pk,
@@ -326,6 +327,7 @@ def test_it_sends_decision_made_for_an_approval_and_a_batch_rejection(
                 "type": "attempt",
                 "title": "Caching the manifest failed",
                 "path": f"{M}/20260203-cache-attempt.md",
+                "url": f"/t/{team.slug}/reviews/decisions/{decision.pk}/#item-{attempt.ref}",
                 "first_approval_by": None,
             }
         ],
