@@ -164,7 +164,7 @@ CONTENT_SECURITY_POLICY = env_str(
 )
 if env_bool("MEMORYADMIN_BEHIND_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 
 # Encryption key for stored credentials (Fernet); derived from SECRET_KEY unless given.
 CREDENTIALS_KEY = env_str("MEMORYADMIN_CREDENTIALS_KEY")
@@ -235,6 +235,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": crontab(minute=40, hour=3),
     },
 }
+# Each worker writes a heartbeat this often (memoryadmin/heartbeat.py); /healthz calls a worker
+# dead when its last one is older than the stale mark.
+WORKER_HEARTBEAT_SECONDS = env_int("MEMORYADMIN_WORKER_HEARTBEAT_SECONDS", 10, minimum=1)
+WORKER_HEARTBEAT_STALE_AFTER = env_int(
+    "MEMORYADMIN_WORKER_HEARTBEAT_STALE_AFTER", 3 * WORKER_HEARTBEAT_SECONDS, minimum=1
+)
 LOCK_DIR = DATA_DIR / "locks"
 LOCK_LEASE_SECONDS = env_int("MEMORYADMIN_LOCK_LEASE_SECONDS", 30)  # Redis locks, renewed
 

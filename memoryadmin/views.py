@@ -19,7 +19,7 @@ from memoryadmin import tokens as token_services
 from memoryadmin.audit import Actor
 from memoryadmin.authentication import address_failures, address_key, failure_count
 from memoryadmin.forms import MemberAddForm, MemberRoleForm, TeamCreateForm, TokenCreateForm
-from memoryadmin.health import health
+from memoryadmin.health import health, readiness
 from memoryadmin.models import ApiToken, AuditEvent, Membership, Role, Team
 from memoryadmin.permissions import Action, teams_for
 from memoryadmin.web import form_add_errors, team_view
@@ -246,4 +246,11 @@ def audit_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
     ok, body = health()
+    return JsonResponse(body, status=200 if ok else 503)
+
+
+@never_cache
+@require_GET
+def readyz(request: HttpRequest) -> JsonResponse:
+    ok, body = readiness()
     return JsonResponse(body, status=200 if ok else 503)
