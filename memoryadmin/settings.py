@@ -136,6 +136,8 @@ MEMORYADMIN_LOGIN_USER_RATE = env_str("MEMORYADMIN_LOGIN_USER_RATE", "30/m")
 # Direct peers (IPs/CIDRs) whose X-Forwarded-For is believed; empty: never (the peer is the client).
 MEMORYADMIN_TRUSTED_PROXIES = env_networks("MEMORYADMIN_TRUSTED_PROXIES")
 RATELIMIT_USE_CACHE = "default"
+RATELIMIT_VIEW = "memoryadmin.error_views.too_many_requests"
+CSRF_FAILURE_VIEW = "memoryadmin.error_views.csrf_failure"
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"

@@ -48,3 +48,8 @@ urlpatterns = [
     path("", include("bundles.api_urls")),
     path("mcp", mcp_view, name="mcp"),
 ]
+
+handler400 = "memoryadmin.error_views.bad_request"
+handler403 = "memoryadmin.error_views.permission_denied"
+handler404 = "memoryadmin.error_views.page_not_found"
+handler500 = "memoryadmin.error_views.server_error"

@@ -98,6 +98,12 @@ def _login_name(request: HttpRequest) -> str:
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     teams = list(teams_for(request.user))
+    chosen = request.GET.get("team")
+    if chosen:  # the header's team switch, sent as a plain form when JavaScript is off
+        team = next((t for t in teams if t.slug == chosen), None)
+        if team is not None:
+            return redirect("team-home", team_slug=team.slug)
+        messages.error(request, "You are not a member of that team.")
     form = TeamCreateForm(request.POST or None) if request.user.is_superuser else None
     if request.method == "POST":
         if form is None:
