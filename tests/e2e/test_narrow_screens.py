@@ -29,6 +29,9 @@ from webhooks.models import WebhookEndpoint
 pytestmark = pytest.mark.e2e
 
 WIDTH = 400
+# What a Python value looks like when a template prints it instead of words.
+# (a timedelta prints as "0:15:00": one digit before the first colon; times print as 04:15:00)
+PYTHON_REPR = re.compile(r"\{'|\['|<QuerySet|datetime\.|timedelta\(|(?<![\d:])\d:\d\d:\d\d\b")
 LONG_TEAM = "Platform Reliability Engineering, Europe, Middle East and Africa (on call rota)"
 LONG_REPO = "platform-infrastructure-shared-agent-memories-production-eu-west-1-mirror"
 LONG_TOKEN = "nightly-export-for-the-customer-support-knowledge-base-synchronisation-job"
@@ -116,6 +119,8 @@ def test_no_team_page_is_wider_than_a_400px_screen(narrow: Page, seeded) -> None
             continue
         assert probe.status < 500, f"{name} {url}: {probe.status}"
         narrow.goto(url)
+        text = narrow.locator("main").inner_text()
+        assert not PYTHON_REPR.search(text), f"{name} shows {PYTHON_REPR.search(text)[0]!r}"
         measured = _overflow(narrow)
         assert measured["scroll"] <= WIDTH, f"{name} ({url}) is {measured} wide"
         checked.append(name)
