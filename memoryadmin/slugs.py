@@ -9,7 +9,7 @@ from django.core.validators import RegexValidator
 
 SLUG_MAX_LENGTH = 64
 SLUG_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-SLUG_RULE = "Use lowercase letters, digits and single hyphens between them (like team-42)."
+SLUG_RULE = "Use lowercase letters, digits and hyphens (one hyphen between words, like team-42)."
 
 validate_team_slug = RegexValidator(
     regex=rf"\A{SLUG_PATTERN.pattern}\Z", message=SLUG_RULE, code="invalid-slug"
