@@ -290,7 +290,7 @@ def _gunicorn(run: Run, cookie: str, urls: dict[str, str]) -> dict[str, Any]:
 
 def bench_web(run: Run, source_id: int | None, review: bool) -> None:
     """5: p50/p95 of the review queue and the source page, test client and real gunicorn."""
-    urls = {"baseline": "/accounts/login/"}
+    urls = {"baseline": "/accounts/login/", "healthz": "/healthz"}
     if review:
         urls["review queue"] = "/t/bench-review/reviews/"
     if source_id is not None:
@@ -299,6 +299,7 @@ def bench_web(run: Run, source_id: int | None, review: bool) -> None:
     client = run.step("web_client", sessionid=cookie, urls=urls, requests=run.args.requests)
     served = _gunicorn(run, cookie, urls)
     sizes = {
+        "healthz": "database, broker, worker heartbeat",
         "review queue": f"{run.args.proposals:,} proposals",
         "source page": f"{run.args.records[0]:,} records",
     }

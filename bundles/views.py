@@ -9,6 +9,7 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import filesizeformat
 from django.views.decorators.http import require_GET, require_POST
 
 from bundles import selectors
@@ -86,7 +87,10 @@ def brain_import(request: HttpRequest) -> HttpResponse:
         messages.error(request, message)
         return redirect("brain", team_slug=team.slug)
 
-    too_large = f"Bundles may be at most {settings.BUNDLE_MAX_BYTES} bytes."
+    too_large = (
+        "This file is too large: a bundle may be at most "
+        f"{filesizeformat(settings.BUNDLE_MAX_BYTES)}."
+    )
     upload = request.FILES.get("file")
     if getattr(request, "upload_too_large", False):
         return refused("too-large", too_large)
@@ -130,11 +134,14 @@ def brain_import(request: HttpRequest) -> HttpResponse:
     try:
         bundle = parse_bundle(upload.read())
     except ValidationError as exc:
-        return refused("malformed-json", f"The file is not valid JSON: {exc.messages[0]}")
+        return refused(
+            "malformed-json",
+            f"This file is not a bundle (a MemoryAI bundle is a JSON file): {exc.messages[0]}",
+        )
     try:
         result = bundle_import(team=team, actor=actor, bundle=bundle, options=options)
     except protocol.BundleError as exc:
-        return refused(exc.code, f"Import refused ({exc.code}): {exc}")
+        return refused(exc.code, f"The bundle was not imported: {exc} (code {exc.code})")
     except Exception as exc:  # the 500 is audited too (the import rolled back)
         import_failure_record(
             team=team, actor=actor, code="internal-error", message=f"{type(exc).__name__}: {exc}"

@@ -1,8 +1,9 @@
 """Container health of the web process: does gunicorn answer /healthz with a working database?
 
-/healthz answers 503 when no Celery worker replies; that is worth an alert, but restarting the
-web container would not fix it, so the container counts as healthy when the web process itself
-is (it answered and its database check passed). Exit status 0 = healthy, 1 = unhealthy.
+/healthz answers 503 when no Celery worker's heartbeat is fresh; that is worth an alert, but
+restarting the web container would not fix it, so the container counts as healthy when the web
+process itself is (it answered and its database check passed).
+Exit status 0 = healthy, 1 = unhealthy.
 Standard library only: it runs with the image's Python, outside Django.
 """
 

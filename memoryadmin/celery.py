@@ -64,6 +64,19 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
+def _heartbeat_signals() -> None:
+    """A worker writes its heartbeat from a thread of its own (memoryadmin/heartbeat.py)."""
+    from celery.signals import worker_ready, worker_shutdown
+
+    from memoryadmin import heartbeat
+
+    worker_ready.connect(heartbeat.on_worker_ready, weak=False)
+    worker_shutdown.connect(heartbeat.on_worker_shutdown, weak=False)
+
+
+_heartbeat_signals()
+
+
 @app.task(name="memoryadmin.ping")
 def ping(value: str) -> str:
     """Round trip used by tests and the health check: returns what it was given."""

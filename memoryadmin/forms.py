@@ -3,6 +3,7 @@ from __future__ import annotations
 from django import forms
 
 from memoryadmin.models import Role, Scope
+from memoryadmin.slugs import SLUG_MAX_LENGTH, validate_team_slug
 
 
 class TokenCreateForm(forms.Form):
@@ -29,5 +30,9 @@ class MemberRoleForm(forms.Form):
 
 
 class TeamCreateForm(forms.Form):
-    slug = forms.SlugField(max_length=64, help_text="Lowercase letters, digits and hyphens.")
+    slug = forms.CharField(
+        max_length=SLUG_MAX_LENGTH,
+        validators=[validate_team_slug],
+        help_text="Lowercase letters, digits and hyphens; it becomes the team's address.",
+    )
     name = forms.CharField(max_length=200)

@@ -82,6 +82,26 @@ def token_scopes(token: ApiToken) -> frozenset[str]:
     return effective
 
 
+def role_needed(action: Action) -> str:
+    """The lowest role that may do `action` (what a refusal tells the person to ask for)."""
+    for role in (Role.VIEWER, Role.REVIEWER, Role.ADMIN):
+        if action in ROLE_ACTIONS[role]:
+            return str(role)
+    raise ValueError(action)
+
+
+class RoleRequired(PermissionDenied):
+    """A signed-in member's role on a team is too low: says which role the page needs."""
+
+    def __init__(self, team: Team, needed: str, current: str | None) -> None:
+        self.team = team
+        self.needed = needed
+        self.current = current
+        message = f"You need the {needed} role on {team.name}"
+        message += f" to do this; your role is {current}." if current else " to do this."
+        super().__init__(message)
+
+
 def role_of(user: AbstractBaseUser | AnonymousUser, team: Team) -> str | None:
     if not user.is_authenticated or user.pk is None:  # a token principal has no memberships
         return None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -12,18 +11,18 @@ from django.db import transaction
 
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import AuditEvent, Membership, Role, Team
+from memoryadmin.slugs import slug_problem
 from memoryadmin.tokens import _revoke_personal_tokens
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, Group
 
-TEAM_SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-
 
 @transaction.atomic
 def team_create(*, actor: Actor, slug: str, name: str = "") -> Team:
-    if not TEAM_SLUG.fullmatch(slug) or len(slug) > 64:
-        raise ValidationError({"slug": "Use lowercase letters, digits and hyphens."})
+    problem = slug_problem(slug)
+    if problem is not None:
+        raise ValidationError({"slug": problem})
     if Team.objects.filter(slug=slug).exists():
         raise ValidationError({"slug": f"A team '{slug}' already exists."})
     team = Team.objects.create(slug=slug, name=name or slug)

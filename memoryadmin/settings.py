@@ -118,7 +118,8 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# Where `collectstatic` writes and WhiteNoise serves from (the image collects at build time).
+STATIC_ROOT = Path(env_str("MEMORYADMIN_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -139,6 +140,8 @@ MEMORYADMIN_LOGIN_USER_RATE = env_str("MEMORYADMIN_LOGIN_USER_RATE", "30/m")
 # Direct peers (IPs/CIDRs) whose X-Forwarded-For is believed; empty: never (the peer is the client).
 MEMORYADMIN_TRUSTED_PROXIES = env_networks("MEMORYADMIN_TRUSTED_PROXIES")
 RATELIMIT_USE_CACHE = "default"
+RATELIMIT_VIEW = "memoryadmin.error_views.too_many_requests"
+CSRF_FAILURE_VIEW = "memoryadmin.error_views.csrf_failure"
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -167,7 +170,7 @@ CONTENT_SECURITY_POLICY = env_str(
 )
 if env_bool("MEMORYADMIN_BEHIND_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 
 # Encryption key for stored credentials (Fernet); derived from SECRET_KEY unless given.
 CREDENTIALS_KEY = env_str("MEMORYADMIN_CREDENTIALS_KEY")
@@ -238,6 +241,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": crontab(minute=40, hour=3),
     },
 }
+# Each worker writes a heartbeat this often (memoryadmin/heartbeat.py); /healthz calls a worker
+# dead when its last one is older than the stale mark.
+WORKER_HEARTBEAT_SECONDS = env_int("MEMORYADMIN_WORKER_HEARTBEAT_SECONDS", 10, minimum=1)
+WORKER_HEARTBEAT_STALE_AFTER = env_int(
+    "MEMORYADMIN_WORKER_HEARTBEAT_STALE_AFTER", 3 * WORKER_HEARTBEAT_SECONDS, minimum=1
+)
 LOCK_DIR = DATA_DIR / "locks"
 LOCK_LEASE_SECONDS = env_int("MEMORYADMIN_LOCK_LEASE_SECONDS", 30)  # Redis locks, renewed
 

@@ -33,6 +33,7 @@ team_patterns = [
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("readyz", views.readyz, name="readyz"),
     path("accounts/login/", views.RateLimitedLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
@@ -54,3 +55,8 @@ urlpatterns = [
     path("", include("bundles.api_urls")),
     path("mcp", mcp_view, name="mcp"),
 ]
+
+handler400 = "memoryadmin.error_views.bad_request"
+handler403 = "memoryadmin.error_views.permission_denied"
+handler404 = "memoryadmin.error_views.page_not_found"
+handler500 = "memoryadmin.error_views.server_error"

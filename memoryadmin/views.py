@@ -20,7 +20,7 @@ from memoryadmin import tokens as token_services
 from memoryadmin.audit import Actor
 from memoryadmin.authentication import address_failures, address_key, failure_count
 from memoryadmin.forms import MemberAddForm, MemberRoleForm, TeamCreateForm, TokenCreateForm
-from memoryadmin.health import health
+from memoryadmin.health import health, readiness
 from memoryadmin.models import ApiToken, AuditEvent, Membership, Role, Scope, Team
 from memoryadmin.permissions import Action, teams_for
 from memoryadmin.snippets import client_snippets
@@ -100,6 +100,12 @@ def _login_name(request: HttpRequest) -> str:
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     teams = list(teams_for(request.user))
+    chosen = request.GET.get("team")
+    if chosen:  # the header's team switch, sent as a plain form when JavaScript is off
+        team = next((t for t in teams if t.slug == chosen), None)
+        if team is not None:
+            return redirect("team-home", team_slug=team.slug)
+        messages.error(request, "You are not a member of that team.")
     form = TeamCreateForm(request.POST or None) if request.user.is_superuser else None
     if request.method == "POST":
         if form is None:
@@ -257,4 +263,11 @@ def audit_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
     ok, body = health()
+    return JsonResponse(body, status=200 if ok else 503)
+
+
+@never_cache
+@require_GET
+def readyz(request: HttpRequest) -> JsonResponse:
+    ok, body = readiness()
     return JsonResponse(body, status=200 if ok else 503)

@@ -9,12 +9,12 @@ from typing import Any
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 
 from memoryadmin.models import Team
-from memoryadmin.permissions import Action, role_of, user_can
+from memoryadmin.permissions import Action, RoleRequired, role_needed, role_of, user_can
 
 
 def team_view(
@@ -29,10 +29,12 @@ def team_view(
             request: HttpRequest, team_slug: str, *args: Any, **kwargs: Any
         ) -> HttpResponse:
             team = get_object_or_404(Team, slug=team_slug)
-            if role_of(request.user, team) is None:
+            role = role_of(request.user, team)
+            if role is None:
                 raise Http404("No such team.")
             if not user_can(request.user, team, action):
-                raise PermissionDenied("Your role on this team does not allow this.")
+                request.team = team  # type: ignore[attr-defined]  # the error page's navigation
+                raise RoleRequired(team, role_needed(action), role)
             request.team = team  # type: ignore[attr-defined]
             return view(request, *args, **kwargs)
 

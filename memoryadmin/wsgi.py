@@ -6,3 +6,8 @@ from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
 application = get_wsgi_application()
+
+# A production server without `collectstatic` would answer 500 on every page: refuse to start.
+from memoryadmin.staticcheck import require_collected_static  # noqa: E402
+
+require_collected_static()

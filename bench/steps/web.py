@@ -38,7 +38,8 @@ def time_requests(get: Callable[[str], int], urls: dict[str, str], count: int) -
             start = time.perf_counter()
             status = get(url)
             samples.append(time.perf_counter() - start)
-            if status != 200:
+            # /healthz answers 503 while no worker's heartbeat is fresh: still a full answer.
+            if status != 200 and not (url == "/healthz" and status == 503):
                 raise RuntimeError(f"{url} answered {status}")
         results[name] = _percentiles(samples)
     return results

@@ -1,11 +1,12 @@
 // The page's only script of ours: the CSP allows no inline handlers, so behaviour lives here.
+// Everything works without it; it only saves a click.
 "use strict";
 
-// <select data-navigate>: choosing an option whose value is a URL goes there (the team switch).
+// <select data-submit-on-change>: choosing an option sends its form (the header's team switch).
 document.addEventListener("change", (event) => {
   const select = event.target;
-  if (select instanceof HTMLSelectElement && select.hasAttribute("data-navigate") && select.value) {
-    window.location.href = select.value;
+  if (select instanceof HTMLSelectElement && select.hasAttribute("data-submit-on-change") && select.value) {
+    select.form.requestSubmit();
   }
 });
 
@@ -87,3 +88,8 @@ document.addEventListener("keydown", (event) => {
     click("reject");
   }
 });
+
+// [data-js-hide]: a button only needed without JavaScript (the team switch's "Go").
+for (const element of document.querySelectorAll("[data-js-hide]")) {
+  element.hidden = true;
+}

@@ -119,5 +119,5 @@ def test_it_drops_an_oversized_browser_upload_while_it_streams(
     assert "file" not in response.wsgi_request.FILES
     assert list(tmp_path.iterdir()) == []
     page = client.get(response["Location"])
-    assert "Bundles may be at most 4096 bytes." in page.content.decode()
+    assert "This file is too large: a bundle may be at most 4.0\xa0KB." in page.content.decode()
     assert not Chunk.objects.filter(team=team).exists()

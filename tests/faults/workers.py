@@ -26,6 +26,7 @@ class Worker:
         pool: str = "prefork",
         env: dict | None = None,
         only: list[str] | None = None,
+        args: list[str] | None = None,
     ):
         """Consumes every queue of the default queue `queue`, or exactly the queues `only`."""
         self.queue = queue
@@ -50,6 +51,7 @@ class Worker:
                 "--without-heartbeat",
                 "-n",
                 self.name,
+                *(args or []),
             ],
             cwd=ROOT,
             env={**_worker_env(), **(env or {})},

@@ -80,3 +80,56 @@ def test_it_answers_503_naming_the_worker_when_none_answers(tmp_path):
     assert checks["broker"]["ok"] is True
     assert checks["worker"] == {"ok": False, "workers": []}
     assert (tmp_path / "broker" / "queue").is_dir()
+
+
+def test_readyz_adds_migrations_and_the_cache(client, db):
+    response = client.get("/readyz")
+    body = response.json()
+    assert set(body["checks"]) == {"database", "broker", "worker", "migrations", "cache"}
+    assert body["checks"]["migrations"] == {"ok": True, "pending": []}
+    assert body["checks"]["cache"] == {"ok": True}
+    assert "no-cache" in response["Cache-Control"]
+
+
+def test_readyz_names_a_pending_migration(client, db):
+    from django.db.migrations.recorder import MigrationRecorder
+
+    # Inside the test's transaction (rolled back after): the app's last migration unrecorded.
+    last = MigrationRecorder.Migration.objects.filter(app="memoryadmin").order_by("-name").first()
+    MigrationRecorder.Migration.objects.filter(pk=last.pk).delete()
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["checks"]["migrations"] == {
+        "ok": False,
+        "pending": [f"memoryadmin.{last.name}"],
+    }
+
+
+def test_the_checks_are_a_list_a_new_one_is_appended_to(client, db, monkeypatch):
+    from memoryadmin import health
+
+    monkeypatch.setattr(
+        health,
+        "LIVENESS",
+        [*health.LIVENESS, health.Check("vectors", lambda: {"ok": True, "backend": "x"}, False)],
+    )
+    _ok, body = health.health()
+    assert body["checks"]["vectors"] == {"ok": True, "backend": "x"}
+
+
+def test_a_worker_heartbeat_in_the_cache_is_what_makes_it_alive(client, db, settings):
+    import time
+
+    from memoryadmin.heartbeat import beat_remove, beat_write
+
+    settings.WORKER_HEARTBEAT_STALE_AFTER = 30
+    beat_write("fresh@test")
+    beat_write("old@test", now=time.time() - 120)
+    try:
+        check = client.get("/healthz").json()["checks"]["worker"]
+        assert "fresh@test" in check["workers"]
+        assert "old@test" not in check["workers"]
+        assert check["stale"]["old@test"] >= 120
+    finally:
+        beat_remove("fresh@test")
+        beat_remove("old@test")

@@ -89,7 +89,7 @@ def test_it_shows_the_full_nav_and_current_team_to_an_admin(client, admin_user, 
     assert 'href="/t/alpha/tokens/" aria-current="page"' in links
     assert '<span class="team-name">Alpha</span>' in html
     assert '<span class="role">admin</span>' in html
-    assert "<span>alice</span>" in html
+    assert '<span class="user-name">alice</span>' in html
 
 
 def test_it_hides_admin_links_from_a_viewer(client, viewer_user, team):

@@ -31,7 +31,10 @@ def test_it_seeds_once_however_often_it_runs(db, monkeypatch):
     second = seed()
     assert password not in first and password not in second
     assert "(from MEMORYADMIN_ADMIN_PASSWORD)" in first
-    assert "Demo ready" in second and "password" not in second
+    assert "Demo ready" in second and "with password" not in second
+    # Every run says how to set a new admin password (the first run's is shown only once).
+    assert "python manage.py changepassword admin" in first
+    assert "python manage.py changepassword admin" in second
 
     assert list(Team.objects.values_list("slug", flat=True)) == ["demo"]
     admins = get_user_model().objects.filter(username="admin")

@@ -163,13 +163,33 @@ def test_it_reads_the_secret_key_from_a_file(tmp_path):
     assert result.stdout.split() == ["False", str(len(key))]
 
 
-def test_it_passes_check_deploy_with_production_settings(tmp_path):
+PRODUCTION = {
+    "MEMORYADMIN_DEBUG": "false",
+    "MEMORYADMIN_SECRET_KEY": secrets.token_urlsafe(50),
+    "MEMORYADMIN_ALLOWED_HOSTS": "memory.example.org",
+}
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+    """A STATIC_ROOT that `collectstatic` filled, with production settings."""
+    tmp = tmp_path_factory.mktemp("static")
+    result = run_python(
+        ["manage.py", "collectstatic", "--noinput", "-v0"],
+        tmp,
+        **PRODUCTION,
+        MEMORYADMIN_STATIC_ROOT=str(tmp / "static"),
+    )
+    assert result.returncode == 0, result.stderr
+    return tmp / "static"
+
+
+def test_it_passes_check_deploy_with_production_settings(tmp_path, collected):
     result = run_python(
         ["manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         tmp_path,
-        MEMORYADMIN_DEBUG="false",
-        MEMORYADMIN_SECRET_KEY=secrets.token_urlsafe(50),
-        MEMORYADMIN_ALLOWED_HOSTS="memory.example.org",
+        **PRODUCTION,
+        MEMORYADMIN_STATIC_ROOT=str(collected),
     )
     output = result.stdout + result.stderr
     issues = [line for line in output.splitlines() if line.startswith("?: (") or ": (" in line]
@@ -190,3 +210,94 @@ def test_it_fails_check_deploy_when_security_is_turned_off(tmp_path):
     )
     assert result.returncode != 0
     assert "security.W008" in result.stderr and "security.W012" in result.stderr
+
+
+WSGI_IMPORT = ["-c", "import memoryadmin.wsgi; print('started')"]
+
+
+def test_a_production_server_without_collectstatic_refuses_to_start_saying_why(tmp_path):
+    static_root = tmp_path / "never-collected"
+    env = {**PRODUCTION, "MEMORYADMIN_STATIC_ROOT": str(static_root)}
+    result = run_python(WSGI_IMPORT, tmp_path, **env)
+    assert result.returncode != 0
+    assert "ImproperlyConfigured: Static files are not collected" in result.stderr
+    assert "python manage.py collectstatic --noinput" in result.stderr
+    check = run_python(["manage.py", "check", "--deploy"], tmp_path, **env)
+    assert check.returncode != 0 and "memoryadmin.E001" in check.stderr
+    # migrate and collectstatic itself are not held up by it.
+    plain = run_python(["manage.py", "check"], tmp_path, **env)
+    assert plain.returncode == 0, plain.stderr
+
+
+def test_a_production_server_starts_from_a_collected_static_root(tmp_path, collected):
+    result = run_python(WSGI_IMPORT, tmp_path, **PRODUCTION, MEMORYADMIN_STATIC_ROOT=str(collected))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "started"
+    assert (collected / "memoryadmin" / "favicon.svg").is_file()
+
+
+def test_debug_needs_no_collectstatic(tmp_path):
+    env = {"MEMORYADMIN_DEBUG": "true", "MEMORYADMIN_STATIC_ROOT": str(tmp_path / "none")}
+    result = run_python(WSGI_IMPORT, tmp_path, **env)
+    assert result.returncode == 0, result.stderr
+
+
+# --- one slug rule: the form, the service and the command agree ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("slug", "ok"),
+    [
+        ("team-42", True),
+        ("a", True),
+        ("Team", False),
+        ("team_42", False),
+        ("-a", False),
+        ("a--b", False),
+        ("a" * 64, True),
+        ("a" * 65, False),
+    ],
+)
+def test_the_form_and_the_service_apply_the_same_slug_rule(slug, ok, db):
+    from django.core.exceptions import ValidationError
+
+    from memoryadmin.audit import Actor
+    from memoryadmin.forms import TeamCreateForm
+    from memoryadmin.services import team_create
+
+    form = TeamCreateForm({"slug": slug, "name": "N"})
+    assert form.is_valid() is ok, form.errors
+    try:
+        team_create(actor=Actor.system(), slug=slug, name="N")
+    except ValidationError:
+        created = False
+    else:
+        created = True
+    assert created is ok
+
+
+# --- the README's settings table matches the code ------------------------------------------
+
+
+def test_every_setting_read_from_the_environment_has_a_readme_row():
+    import re
+
+    read = set(
+        re.findall(r'"(MEMORYADMIN_[A-Z_]+)"', (ROOT / "memoryadmin/settings.py").read_text())
+    )
+    rows = set(re.findall(r"^\| `(MEMORYADMIN_[A-Z_]+)`", (ROOT / "README.md").read_text(), re.M))
+    assert read - rows == set()
+
+
+def test_the_readme_gives_the_bot_identity_the_code_uses():
+    import re
+
+    from django.conf import settings
+
+    row = re.search(
+        r"^\| `MEMORYADMIN_REVIEW_BOT_IDENTITY` \| `([^`]+)`",
+        (ROOT / "README.md").read_text(),
+        re.M,
+    )
+    assert row is not None
+    assert row.group(1) == settings.REVIEW_BOT_IDENTITY  # the tests leave the default alone

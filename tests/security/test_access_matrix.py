@@ -59,6 +59,7 @@ class Page:
 PAGES = [
     Page("home", LOGIN, get=(200, 302), idor=False),  # one team: redirect to it
     Page("healthz", PUBLIC, get=(200, 503), idor=False),
+    Page("readyz", PUBLIC, get=(200, 503), idor=False),
     Page("login", PUBLIC, get=200, idor=False),
     Page("logout", PUBLIC, get=None, post=(200, 302), idor=False),
     Page("team-home", VIEW, idor=False),

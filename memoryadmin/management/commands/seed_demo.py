@@ -47,4 +47,7 @@ class Command(BaseCommand):
             message = module.seed(team=team, user=admin)
             if message:
                 self.stdout.write(message)
-        self.stdout.write("Demo ready: team 'demo', user 'admin'.")
+        self.stdout.write(
+            "Demo ready: team 'demo', user 'admin'. Forgot the password? "
+            "python manage.py changepassword admin"
+        )

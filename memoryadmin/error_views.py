@@ -1,0 +1,114 @@
+"""Error pages: 400, 403, 404, 429 and 500 inside the layout, with the reason and a way back.
+
+The API's paths (`/api/`, `/v1/`, `/mcp`) keep the JSON error body of `memoryadmin/api_errors.py`
+for errors raised outside DRF (an unknown route, a refused host). The 500 page is rendered
+without a request context: the context processors (teams, roles) read the database that may be
+what failed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.template import loader
+from django.urls import NoReverseMatch, reverse
+from django_ratelimit.exceptions import Ratelimited
+
+from memoryadmin.api_errors import DEFAULT_CODES
+from memoryadmin.middleware import JSON_PATH_PREFIXES
+from memoryadmin.permissions import RoleRequired
+
+TITLES = {
+    400: "Bad request",
+    403: "Not allowed",
+    404: "Page not found",
+    429: "Too many requests",
+    500: "Something went wrong",
+}
+REASONS = {
+    400: "The request could not be understood. Check the address or the form and try again.",
+    403: "Your account may not open this page.",
+    404: "There is no page at this address, or it belongs to a team you are not a member of.",
+    429: "Too many attempts in a short time. Wait a minute, then try again.",
+    500: "The server could not answer this request. It has been logged; try again shortly.",
+}
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return request.path.startswith(JSON_PATH_PREFIXES)
+
+
+def _json(status: int, message: str) -> JsonResponse:
+    body = {"error": {"code": DEFAULT_CODES.get(status, "error"), "message": message}}
+    body["error"]["details"] = None
+    return JsonResponse(body, status=status)
+
+
+def _way_back(request: HttpRequest) -> tuple[str, str]:
+    """(address, label) of the link the page offers: the team's dashboard, else the home page."""
+    team = getattr(request, "team", None)
+    try:
+        if team is not None:
+            return reverse("team-home", args=[team.slug]), f"Back to the {team.name} dashboard"
+        return reverse("home"), "Go to your teams"
+    except NoReverseMatch:  # pragma: no cover - the URLconf always has both
+        return "/", "Go to the start page"
+
+
+def error_page(request: HttpRequest, status: int, reason: str | None = None) -> HttpResponse:
+    """The layout's error page (the 400/403/404/429 handlers and any view may use it)."""
+    message = reason or REASONS[status]
+    if _wants_json(request):
+        return _json(status, message)
+    back_url, back_label = _way_back(request)
+    context: dict[str, Any] = {
+        "status": status,
+        "title": TITLES[status],
+        "reason": message,
+        "back_url": back_url,
+        "back_label": back_label,
+    }
+    return render(request, "errors/error.html", context, status=status)
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    return error_page(request, 400)
+
+
+def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if isinstance(exception, Ratelimited):
+        return error_page(request, 429)
+    if isinstance(exception, RoleRequired):
+        return error_page(request, 403, str(exception))
+    return error_page(request, 403)
+
+
+def page_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    return error_page(request, 404)
+
+
+def too_many_requests(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """django-ratelimit's RATELIMIT_VIEW: a 429, not the 403 its exception would be."""
+    return error_page(request, 429)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    if _wants_json(request):
+        return _json(500, "The server could not answer this request.")
+    # No request: no context processors, no session, no database.
+    html = loader.get_template("errors/500.html").render(
+        {"status": 500, "title": TITLES[500], "reason": REASONS[500]}
+    )
+    return HttpResponse(html, status=500)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: a form sent from an old page (or without cookies) in plain words."""
+    return error_page(
+        request,
+        403,
+        "This form expired or was sent from another site. Go back, reload the page and send "
+        "it again (cookies must be allowed for this site).",
+    )
