@@ -29,6 +29,8 @@ class Row:
 
 
 def _seconds(value: float) -> str:
+    if value < 0.001:
+        return f"{value * 1_000_000:.0f} us"
     return f"{value:.2f} s" if value >= 0.1 else f"{value * 1000:.1f} ms"
 
 

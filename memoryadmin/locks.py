@@ -30,7 +30,14 @@ def named_lock(name: str, *, wait: float = 0.0, ttl: int = 900) -> Iterator[None
         # A short lease, renewed while the holder lives: a SIGKILLed holder frees the lock
         # after one lease instead of after the whole ttl (15 minutes of "busy" before).
         lease = max(1, min(ttl, settings.LOCK_LEASE_SECONDS))
-        lock = client.lock(f"memoryadmin:lock:{name}", timeout=lease, blocking_timeout=wait or None)
+        # thread_local=False: the renewing thread must see the token the holder acquired with
+        # (a thread-local token made every renewal fail, so a lock held past one lease expired).
+        lock = client.lock(
+            f"memoryadmin:lock:{name}",
+            timeout=lease,
+            blocking_timeout=wait or None,
+            thread_local=False,
+        )
         if not lock.acquire(blocking=wait > 0):
             raise LockBusy(name)
         done = threading.Event()

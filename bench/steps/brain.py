@@ -6,6 +6,7 @@ import json
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -186,32 +187,28 @@ def _chunk_baseline_columns() -> tuple[str, ...]:
     return tuple(name for name in CHUNK_INSERT_COLUMNS if name in known)
 
 
-def _baseline_rows(path: Path, team_id: int) -> dict[str, list[tuple[Any, ...]]]:
-    """The rows the import would write, as plain tuples (untimed preparation)."""
+def _baseline_rows(path: Path, team_id: int) -> Iterator[tuple[str, tuple[Any, ...]]]:
+    """(table name, row) for every row the import would write, streamed from the file (the
+    project's one-pass reader: memory stays flat at 1M chunks). Untimed preparation."""
+    from formats.memoryai.reader import BundleFile
 
-    bundle = json.loads(path.read_text(encoding="utf-8"))
     columns = _chunk_baseline_columns()
-    chunks = [
-        tuple(_chunk_columns(c, team_id).get(name) for name in columns) for c in bundle["chunks"]
-    ]
-    edges = [
-        (
-            team_id,
-            e["chunk_a"],
-            e["chunk_b"],
-            e["edge_type"],
-            e["weight"],
-            e["co_activation_count"],
-            e["created_at"],
-            e["updated_at"],
-        )
-        for e in bundle["memory_edges"]
-    ]
-    entities = [
-        (team_id, e["name"], e["frequency"], e["first_seen"], e["last_seen"], e["is_dna"], STAMP)
-        for e in bundle["entities"]
-    ]
-    return {"chunk": chunks, "edge": edges, "entity": entities}
+    names = {"chunks": "chunk", "memory_edges": "edge", "entities": "entity"}
+    with path.open("rb") as stream:
+        for key, is_array, records in BundleFile(stream, set(names)).items():
+            if not is_array or key not in names:
+                continue
+            for r in records:
+                if key == "chunks":
+                    chunk = _chunk_columns(r, team_id)
+                    yield "chunk", tuple(chunk.get(name) for name in columns)
+                elif key == "memory_edges":
+                    edge = (r["chunk_a"], r["chunk_b"], r["edge_type"], r["weight"])
+                    times = (r["co_activation_count"], r["created_at"], r["updated_at"])
+                    yield "edge", (team_id, *edge, *times)
+                else:
+                    entity = (r["name"], r["frequency"], r["first_seen"], r["last_seen"])
+                    yield "entity", (team_id, *entity, r["is_dna"], STAMP)
 
 
 STAMP = "2026-01-01T00:00:00Z"
@@ -230,10 +227,11 @@ def import_baseline(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
         "entity": ("bundles_entity", ENTITY_COLUMNS),
     }
     team = _team(args["team"])
-    rows = _baseline_rows(Path(args["path"]), team.pk)
     scratch = Path(tempfile.mkdtemp(prefix="bench-copy-"))
-    files = {}
+    files = {name: scratch / f"{name}.copy" for name in columns}
+    rows: dict[str, list[tuple[Any, ...]]] = {name: [] for name in columns}  # SQLite only
     postgres = connection.vendor == "postgresql"
+    count = 0
     try:
         with connection.cursor() as cursor:
             for name, (table, cols) in columns.items():
@@ -250,17 +248,21 @@ def import_baseline(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
                             cursor.execute(
                                 f"ALTER TABLE bench_copy_{name} ALTER COLUMN {column} DROP NOT NULL"
                             )
-                    files[name] = scratch / f"{name}.copy"
-                    with files[name].open("w", encoding="utf-8") as out:
-                        for row in rows[name]:
-                            out.write("\t".join(_copy_text(v) for v in row) + "\n")
                 else:
                     cursor.execute(
                         f"CREATE TABLE bench_copy_{name} AS SELECT * FROM {table} WHERE 0"
                     )
-        count = sum(len(r) for r in rows.values())
-        if postgres:
-            del rows
+        outs = {name: file.open("w", encoding="utf-8") for name, file in files.items()}
+        try:
+            for name, row in _baseline_rows(Path(args["path"]), team.pk):
+                count += 1
+                if postgres:
+                    outs[name].write("\t".join(_copy_text(v) for v in row) + "\n")
+                else:
+                    rows[name].append(row)
+        finally:
+            for out in outs.values():
+                out.close()
         with probe(), connection.cursor() as cursor:
             for name, (_, cols) in columns.items():
                 names = ", ".join(cols)

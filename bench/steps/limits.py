@@ -2,7 +2,8 @@
 
 - refresh and index: read the same files and let libyaml's C parser (PyYAML's CParser) turn
   their front matter into events, with no checks and nothing built from them;
-- re-import of a bundle whose chunks are all held: orjson's parse of the file, its SHA-256,
+- re-import of a bundle whose chunks are all held: orjson's parse of the file (the streamed
+  reader's above 256 MiB, for flat memory at 1M chunks), its SHA-256,
   one look-up of every content hash, and the upsert of its edges and entities (COPY into a
   scratch table, one INSERT … ON CONFLICT DO UPDATE each) — the work §3.8 cannot skip — rolled
   back afterwards.
@@ -15,6 +16,7 @@ import json
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -103,61 +105,89 @@ ENTITY_UPSERT = (
 )
 
 
+# Above this size the re-import baseline reads the file with the project's streamed reader
+# (flat memory, as at 1M chunks) instead of one orjson parse of the whole file.
+STREAM_ABOVE = 256 << 20
+SECTIONS = ("chunks", "memory_edges", "entities")
+
+
+def _sections(path: Path) -> Iterator[tuple[str, Iterable[dict[str, Any]]]]:
+    """(section, records) in the file's order."""
+    if path.stat().st_size <= STREAM_ABOVE:
+        import orjson
+
+        bundle = orjson.loads(path.read_bytes())
+        for key in bundle:
+            if key in SECTIONS:
+                yield key, bundle[key]
+        return
+    from formats.memoryai.reader import BundleFile
+
+    with path.open("rb") as stream:
+        for key, is_array, records in BundleFile(stream, set(SECTIONS)).items():
+            if is_array and key in SECTIONS:
+                yield key, records
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while block := stream.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def reimport_baseline(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
     """The irreducible work of re-importing `path` into `team`, which holds all its chunks."""
-    import orjson
     from django.db import connection, transaction
 
     if connection.vendor != "postgresql":  # SQLite: no COPY; the parse and look-up only
         return _reimport_plain(args, probe)
     team_id = _team(args["team"]).pk
     path = Path(args["path"])
+    ids: dict[Any, int | None] | None = None
     with transaction.atomic(), connection.cursor() as cursor, probe():
-        data = path.read_bytes()
-        hashlib.sha256(data).hexdigest()
-        bundle = orjson.loads(data)
-        # the true hash of every chunk (a declared one is not trusted), then one look-up
-        sha256 = hashlib.sha256
-        hashes = {c["id"]: sha256(c["content"].encode()).hexdigest() for c in bundle["chunks"]}
-        cursor.execute(
-            "SELECT content_hash, id FROM bundles_chunk WHERE team_id = %s "
-            "AND content_hash = ANY(%s::text[])",
-            [team_id, list(set(hashes.values()))],
-        )
-        held = dict(cursor.fetchall())
-        ids = {bundle_id: held.get(digest) for bundle_id, digest in hashes.items()}
-        cursor.execute(
-            "CREATE TEMP TABLE bench_edges ON COMMIT DROP AS SELECT team_id, source_id, "
-            "target_id, edge_type, weight, co_activation_count, created_at, updated_at "
-            "FROM bundles_memoryedge WITH NO DATA"
-        )
-        with cursor.cursor.copy("COPY bench_edges FROM STDIN") as copy:
-            for e in bundle["memory_edges"]:
-                copy.write_row(
-                    (
-                        team_id,
-                        ids[e["chunk_a"]],
-                        ids[e["chunk_b"]],
-                        e["edge_type"],
-                        e["weight"],
-                        e["co_activation_count"],
-                        e["created_at"],
-                        e["updated_at"],
-                    )
+        _sha256_file(path)
+        for key, records in _sections(path):
+            if key == "chunks":
+                # the true hash of every chunk (a declared one is not trusted), one look-up
+                sha256 = hashlib.sha256
+                hashes = {c["id"]: sha256(c["content"].encode()).hexdigest() for c in records}
+                cursor.execute(
+                    "SELECT content_hash, id FROM bundles_chunk WHERE team_id = %s "
+                    "AND content_hash = ANY(%s::text[])",
+                    [team_id, list(set(hashes.values()))],
                 )
-        cursor.execute(EDGE_UPSERT)
-        cursor.execute(
-            "CREATE TEMP TABLE bench_entities ON COMMIT DROP AS SELECT team_id, name, frequency, "
-            "first_seen, last_seen, is_dna, updated_at FROM bundles_entity WITH NO DATA"
-        )
-        with cursor.cursor.copy("COPY bench_entities FROM STDIN") as copy:
-            for e in bundle["entities"]:
-                first_seen, last_seen = e["first_seen"], e["last_seen"]
-                row = (team_id, e["name"], e["frequency"], first_seen, last_seen, e["is_dna"])
-                copy.write_row((*row, last_seen))
-        cursor.execute(ENTITY_UPSERT)
+                held = dict(cursor.fetchall())
+                ids = {bundle_id: held.get(digest) for bundle_id, digest in hashes.items()}
+            elif key == "memory_edges":
+                if ids is None:
+                    raise RuntimeError("the baseline needs the chunks before the edges")
+                cursor.execute(
+                    "CREATE TEMP TABLE bench_edges ON COMMIT DROP AS SELECT team_id, source_id, "
+                    "target_id, edge_type, weight, co_activation_count, created_at, updated_at "
+                    "FROM bundles_memoryedge WITH NO DATA"
+                )
+                with cursor.cursor.copy("COPY bench_edges FROM STDIN") as copy:
+                    for e in records:
+                        ends = (ids[e["chunk_a"]], ids[e["chunk_b"]])
+                        edge = (e["edge_type"], e["weight"], e["co_activation_count"])
+                        copy.write_row((team_id, *ends, *edge, e["created_at"], e["updated_at"]))
+                cursor.execute(EDGE_UPSERT)
+            else:
+                cursor.execute(
+                    "CREATE TEMP TABLE bench_entities ON COMMIT DROP AS SELECT team_id, name, "
+                    "frequency, first_seen, last_seen, is_dna, updated_at FROM bundles_entity "
+                    "WITH NO DATA"
+                )
+                with cursor.cursor.copy("COPY bench_entities FROM STDIN") as copy:
+                    for e in records:
+                        first_seen, last_seen = e["first_seen"], e["last_seen"]
+                        row = (team_id, e["name"], e["frequency"], first_seen, last_seen)
+                        copy.write_row((*row, e["is_dna"], last_seen))
+                cursor.execute(ENTITY_UPSERT)
         transaction.set_rollback(True)  # measured, not kept
-    return {"chunks": len(hashes), "held": len(held)}
+    return {"chunks": len(ids or {})}
 
 
 def _reimport_plain(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
