@@ -20,7 +20,9 @@ from memoryadmin.models import ApiToken, Scope
 
 
 class TokenSerializer(serializers.ModelSerializer):
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
     state = serializers.SerializerMethodField()
 
     class Meta:

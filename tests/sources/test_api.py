@@ -107,7 +107,8 @@ def test_it_answers_context_in_constant_queries(
     for index in range(3):
         _source(team, tmp_path / str(index), {f"r{n}": record_text(f"r{n}") for n in range(10)})
     client = token_client(team, ["context:read", "sources:read"])
-    with django_assert_max_num_queries(7):  # + the context.read audit event (read log)
+    # + the context.read audit event (read log) and the usage upsert (one statement)
+    with django_assert_max_num_queries(8):
         body = client.get("/api/context/").json()
     assert body["count"] == 30
     with django_assert_max_num_queries(6):
