@@ -81,7 +81,8 @@ PAGES = [
     Page("source-delete", MANAGE, post=302),
     Page("source-run-status", VIEW),
     Page("review-queue", VIEW, idor=False),
-    Page("review-batch", REVIEW, get=None, post=302, data={"action": "reject"}, idor=False),
+    # a refused batch (no proposals chosen) comes back as the queue, selection kept: 400
+    Page("review-batch", REVIEW, get=None, post=400, data={"action": "reject"}, idor=False),
     Page("review-history", VIEW, idor=False),
     Page("review-settings", MANAGE, post=(200, 302), idor=False),
     Page("decision-detail", VIEW),
