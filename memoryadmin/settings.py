@@ -284,7 +284,7 @@ BRAIN_WITHDRAWN_RETENTION_DAYS = env_int(
 )
 # Semantic recall (issue #16): on when the `semantic` extra is installed, unless switched off.
 SEMANTIC_ENABLED = env_bool("MEMORYADMIN_SEMANTIC_ENABLED", True)
-SEMANTIC_EMBED_BATCH = env_int("MEMORYADMIN_SEMANTIC_EMBED_BATCH", 64, minimum=1)
+SEMANTIC_EMBED_BATCH = env_int("MEMORYADMIN_SEMANTIC_EMBED_BATCH", 256, minimum=1)
 # Reviewer hints: cosine similarity (x100) from which a memory is a "possible duplicate", and
 # from which it is shown as "related" at all.
 SEMANTIC_DUPLICATE_PERCENT = env_int("MEMORYADMIN_SEMANTIC_DUPLICATE_PERCENT", 85, minimum=1)

@@ -84,11 +84,7 @@ def meaning_hits(
 
     model_dim = searchable_model(team)
     if model_dim is None:
-        return [], (
-            "semantic search is not installed on this server"
-            if not embedding_model.available()
-            else "the team's embedding model does not run on this server"
-        )
+        return [], _why_not(team)
     model, dim = model_dim
     if vector is not None:
         query = np.asarray(vector, dtype=np.float32)
@@ -99,3 +95,14 @@ def meaning_hits(
     neighbours = store.nearest(chunks, query, model=model, dim=dim, limit=limit)
     hits = [n for n in neighbours if n.similarity >= MEANING_FLOOR]
     return [Hit(chunk_id=n.chunk_id, score=n.similarity, rank=i) for i, n in enumerate(hits, 1)], ""
+
+
+def _why_not(team: Team) -> str:
+    if not embedding_model.installed():
+        return "semantic search is not installed on this server"
+    if not embedding_model.available():
+        return "semantic search is switched off on this server"
+    settings = BrainSettings.objects.filter(team=team).first()
+    if settings is None or not settings.is_set:
+        return "the team's brain has no embeddings yet"
+    return f"the team's embedding model {settings.embedding_model} does not run on this server"

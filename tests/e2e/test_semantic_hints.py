@@ -7,6 +7,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import login, shot
+from tests.reviews.conftest import data_dir, remote, repository  # noqa: F401
 from tests.semantic.conftest import loaded_model, semantic  # noqa: F401
 from tests.semantic.test_hints import proposals  # noqa: F401
 
@@ -23,6 +24,7 @@ def test_a_reviewer_sees_a_possible_duplicate_beside_the_proposal_on_a_narrow_sc
     proposal = proposals["20260402-upload-timeouts"]
     original = proposals["20260401-retry-uploads"]
     page.set_viewport_size({"width": 400, "height": 900})
+    page.set_default_navigation_timeout(60_000)  # the proposal page encodes its text
     login(page, live_server, reviewer_user.username, f"pw-{reviewer_user.username}")
     page.goto(f"{live_server.url}/t/{team.slug}/reviews/p/{proposal.pk}/")
     hints = page.locator("#similar")

@@ -3,6 +3,7 @@ vectors, a model change re-embeds the brain, progress on the Brain page, /health
 
 from __future__ import annotations
 
+import base64
 import os
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from bundles.services.chunks import brain_settings_set
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent
 from tests.agents.conftest import approved_source
-from tests.bundles.helpers import chunk, embedding, make_bundle
+from tests.bundles.helpers import chunk, embedding, make_bundle, response_json
 from tests.semantic.conftest import make_chunk
 
 MODEL, DIM = embedding_model.MODEL_NAME, embedding_model.MODEL_DIM
@@ -182,3 +183,24 @@ def test_a_small_batch_size_embeds_everything_in_id_order(semantic, team, size):
     run = brain_embed(team_id=team.pk, batch_size=size)
     assert run.embedded == 5
     assert all(_vector(c).shape == (DIM,) for c in made)
+
+
+def test_an_export_carries_our_vectors_with_the_models_name_and_a_reimport_keeps_them(
+    semantic, team, other_team, token_client, django_capture_on_commit_callbacks
+):
+    made = make_chunk(team, "Deploys happen on Tuesdays")
+    brain_embed(team_id=team.pk)
+    response = token_client(team, ["bundles:export"]).post(
+        "/v1/brain/export", {"scope": "full"}, format="json"
+    )
+    bundle = response_json(response)
+    assert bundle["manifest"]["embedding_model"] == MODEL
+    assert bundle["manifest"]["embedding_dim"] == DIM
+    (record,) = [c for c in bundle["chunks"] if c["content"] == made.content]
+    assert record["embedding_model"] == MODEL
+    assert np.allclose(np.frombuffer(base64.b64decode(record["embedding"]), "<f4"), _vector(made))
+    with django_capture_on_commit_callbacks(execute=True):
+        bundle_import(team=other_team, actor=Actor.system(), bundle=bundle)
+    copy = Chunk.objects.get(team=other_team, content=made.content)
+    assert bytes(copy.embedding) == bytes(made.embedding)
+    assert not AuditEvent.objects.filter(team=other_team, action="brain.embed").exists()

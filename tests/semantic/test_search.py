@@ -146,7 +146,7 @@ def test_without_semantic_search_a_vector_is_refused_and_text_is_keyword_only(
         search_memory(team=team, query="x", vector=[0.1] * 384)
     assert (caught.value.status, caught.value.code) == (409, "vector-unavailable")
     body = search_memory(team=team, query="Redis")
-    assert body["ranking"] == "keyword" and "not installed" in body["keyword_only_because"]
+    assert body["ranking"] == "keyword" and "switched off" in body["keyword_only_because"]
     assert [r["matched_by"] for r in body["results"]] == ["keyword"]
 
 
