@@ -136,3 +136,23 @@ def test_it_answers_webhook_api_mistakes_with_codes(team, other_team, token_clie
     assert other.get(f"/api/webhooks/{endpoint.pk}/").status_code == 404
     assert other.delete(f"/api/webhooks/{endpoint.pk}/").status_code == 404
     assert WebhookEndpoint.objects.count() == 1
+
+
+def test_it_accepts_both_secrets_with_the_snippet_from_the_docs(
+    team, receiver, make_endpoint, django_capture_on_commit_callbacks
+):
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "webhooks.md").read_text()
+    blocks = [block.split("```")[0] for block in text.split("```python")[1:]]
+    namespace: dict = {}
+    for block in blocks:
+        if "def verify" in block or "def either_verifies" in block:
+            exec(block, namespace)  # noqa: S102 - our own documentation
+    endpoint, old = make_endpoint(receiver.url())
+    _, new = endpoint_rotate_secret(actor=Actor.system(), endpoint=endpoint, overlap_hours=1)
+    _emit(django_capture_on_commit_callbacks, team)
+    [received] = receiver.requests
+    for secret in (old, new):
+        assert namespace["either_verifies"](secret, received.headers, received.body)
+    assert not namespace["either_verifies"]("whsec_wrong", received.headers, received.body)
