@@ -40,6 +40,7 @@ SCOPE_ACTIONS: dict[str, Action] = {
     Scope.REVIEWS_READ: Action.VIEW,
     Scope.REVIEWS_WRITE: Action.REVIEW,
     Scope.REVIEWS_PROPOSE: Action.VIEW,  # a proposal waits for review (bundles.agents.proposals)
+    Scope.TEAM_MANAGE: Action.MANAGE,
 }
 
 

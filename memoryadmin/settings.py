@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "django_filters",
     "memoryadmin",
     "sources",
     "reviews",
@@ -136,6 +137,24 @@ MEMORYADMIN_LOGIN_USER_RATE = env_str("MEMORYADMIN_LOGIN_USER_RATE", "30/m")
 # Direct peers (IPs/CIDRs) whose X-Forwarded-For is believed; empty: never (the peer is the client).
 MEMORYADMIN_TRUSTED_PROXIES = env_networks("MEMORYADMIN_TRUSTED_PROXIES")
 RATELIMIT_USE_CACHE = "default"
+
+# E-mail (invitations). SMTP once a host is set; until then the console backend prints the mail
+# to the web process's log (the invite link is also shown once on the page to copy).
+EMAIL_HOST = env_str("MEMORYADMIN_EMAIL_HOST", "") or ""
+EMAIL_PORT = env_int("MEMORYADMIN_EMAIL_PORT", 587, minimum=1)
+EMAIL_HOST_USER = env_str("MEMORYADMIN_EMAIL_USER", "") or ""
+EMAIL_HOST_PASSWORD = env_str("MEMORYADMIN_EMAIL_PASSWORD", "") or ""
+EMAIL_USE_TLS = env_bool("MEMORYADMIN_EMAIL_USE_TLS", True)
+EMAIL_TIMEOUT = env_int("MEMORYADMIN_EMAIL_TIMEOUT", 10, minimum=1)
+EMAIL_BACKEND = env_str(
+    "MEMORYADMIN_EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend",
+)
+DEFAULT_FROM_EMAIL = env_str("MEMORYADMIN_EMAIL_FROM", "memoryadmin@localhost")
+# Days an invitation link stays valid.
+MEMORYADMIN_INVITATION_DAYS = env_int("MEMORYADMIN_INVITATION_DAYS", 7, minimum=1)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"

@@ -12,12 +12,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryadmin.api import HasScope, request_team
+from memoryadmin.api import HasScope, TeamFilterBackend, request_team
 from memoryadmin.api_errors import AUTH_ERRORS, ApiError, error_responses
 from memoryadmin.audit import Actor
 from memoryadmin.models import Scope
 from sources import selectors
 from sources.fetchers import Credential
+from sources.filters import SourceFilterSet
 from sources.models import Source
 from sources.serializers import (
     RefreshRunSerializer,
@@ -33,13 +34,15 @@ from sources.services.lifecycle import source_credential_set, source_delete
 @extend_schema_view(
     get=extend_schema(
         summary="List the team's sources",
-        responses={200: SourceSerializer(many=True), **error_responses(*AUTH_ERRORS)},
+        responses={200: SourceSerializer(many=True), **error_responses(*AUTH_ERRORS, 400)},
     )
 )
 class SourceListView(generics.ListAPIView):
     permission_classes = [HasScope]
     required_scopes = {"GET": Scope.SOURCES_READ}
     serializer_class = SourceSerializer
+    filter_backends = [TeamFilterBackend]
+    filterset_class = SourceFilterSet  # the sources page's
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         return selectors.team_sources(request_team(self.request)).order_by("id")

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from formats import memoryrail
+from memoryadmin.listing import listing, wants_csv
 from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import team_view
 from reviews import selectors
+from reviews.filters import DecisionFilterSet, QueueFilterSet
 from reviews.forms import BatchForm
 from reviews.models import Repository
 from reviews.services.content import masked_title
@@ -20,16 +21,18 @@ PAGE_SIZE = 50
 @team_view(Action.VIEW)
 def review_queue(request: HttpRequest) -> HttpResponse:
     team = request.team  # type: ignore[attr-defined]
+    queue = selectors.review_queue(team, filters={}, user=request.user)
+    result = listing(request, QueueFilterSet, queue, per_page=PAGE_SIZE, team=team)
+    if wants_csv(request) and not result.invalid:
+        return result.csv()
+    page = result.page
     filters = {k: request.GET.get(k, "") for k in ("repository", "type", "flag", "assigned")}
-    if not filters["repository"].isdigit():
-        filters["repository"] = ""
-    queue = selectors.review_queue(team, filters=filters, user=request.user)
-    page = Paginator(queue, PAGE_SIZE).get_page(request.GET.get("page"))
     for memory in page:
         memory.title = masked_title(memory.title)
     repositories = list(Repository.objects.filter(team=team).only("id", "name", "last_sync_ok"))
     context = {
         "page": page,
+        "listing": result,
         "filters": filters,
         "repositories": repositories,
         "broken": [r for r in repositories if r.last_sync_ok is False],
@@ -40,17 +43,23 @@ def review_queue(request: HttpRequest) -> HttpResponse:
         "two_approval_types": selectors.TWO_APPROVAL_TYPES,
         "batch_form": BatchForm(),
     }
-    return render(request, "reviews/queue.html", context)
+    return render(request, "reviews/queue.html", context, status=result.status)
 
 
 @team_view(Action.VIEW)
 def review_history(request: HttpRequest) -> HttpResponse:
     team = request.team  # type: ignore[attr-defined]
-    page = Paginator(selectors.decision_history(team), PAGE_SIZE).get_page(request.GET.get("page"))
+    result = listing(
+        request, DecisionFilterSet, selectors.decision_history(team), per_page=PAGE_SIZE, team=team
+    )
+    if wants_csv(request) and not result.invalid:
+        return result.csv()
+    page = result.page
     for decision in page:
         for item in decision.items.all():  # the prefetched rows the template shows
             item.title = masked_title(item.title)
     polling = any(d.state == "pending" for d in page)
     template = "reviews/_history_rows.html" if request.htmx else "reviews/history.html"  # type: ignore[attr-defined]
     can_review = user_can(request.user, team, Action.REVIEW)
-    return render(request, template, {"page": page, "polling": polling, "can_review": can_review})
+    context = {"page": page, "listing": result, "polling": polling, "can_review": can_review}
+    return render(request, template, context, status=result.status)
