@@ -39,8 +39,12 @@ class MemberRoleSerializer(serializers.Serializer):
 
 class InvitationSerializer(serializers.ModelSerializer):
     state = serializers.CharField(read_only=True)
-    invited_by = serializers.CharField(source="invited_by.username", read_only=True, default=None)
-    accepted_by = serializers.CharField(source="accepted_by.username", read_only=True, default=None)
+    invited_by = serializers.CharField(
+        source="invited_by.username", read_only=True, default=None, allow_null=True
+    )
+    accepted_by = serializers.CharField(
+        source="accepted_by.username", read_only=True, default=None, allow_null=True
+    )
 
     class Meta:
         model = Invitation
@@ -82,6 +86,7 @@ class MemberList(generics.ListAPIView):
     permission_classes = [HasScope]
     required_scopes = MANAGE
     serializer_class = MemberSerializer
+    queryset = Membership.objects.none()  # the schema's model; get_queryset is the team's
     filter_backends = [TeamFilterBackend]
     filterset_class = MemberFilterSet  # the members page's
 
@@ -149,6 +154,7 @@ class InvitationList(generics.ListAPIView):
     permission_classes = [HasScope]
     required_scopes = MANAGE
     serializer_class = InvitationSerializer
+    queryset = Invitation.objects.none()  # the schema's model; get_queryset is the team's
     filter_backends = [TeamFilterBackend]
     filterset_class = InvitationFilterSet  # the invitations page's
 

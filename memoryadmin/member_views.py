@@ -199,7 +199,8 @@ def invitation_accept(request: HttpRequest, secret: str) -> HttpResponse:
         response["Referrer-Policy"] = "no-referrer"
         return response
     signed_in = request.user.is_authenticated
-    form = InvitationAcceptForm(request.POST or None) if not signed_in else None
+    data = request.POST if request.method == "POST" else None
+    form = InvitationAcceptForm(data) if not signed_in else None
     error = ""
     if request.method == "POST" and (signed_in or form.is_valid()):
         try:

@@ -328,6 +328,7 @@ SPECTACULAR_SETTINGS = {
         "PushStateEnum": "reviews.models.PushState",
         "RefreshRunStatusEnum": "sources.models.RunStatus",
         "MemoryStatusEnum": "reviews.models.MemoryStatus",
+        "RoleEnum": "memoryadmin.models.Role",
     },
 }
 

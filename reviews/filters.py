@@ -73,8 +73,11 @@ class QueueFilterSet(_TeamRepositoryMixin, ListFilterSet):
 
     def filter_assigned(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         auth = getattr(self.request, "auth", None)
-        person = auth.created_by if isinstance(auth, ApiToken) else None
-        user = person or getattr(self.request, "user", None)
+        # A token acts for the person who made it; a team token is no one's, so nothing is theirs.
+        if isinstance(auth, ApiToken):
+            user = auth.created_by
+        else:
+            user = getattr(self.request, "user", None)
         if user is None or not getattr(user, "is_authenticated", False):
             return queryset.none()
         return queryset.filter(assigned_reviewers=user)

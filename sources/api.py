@@ -41,6 +41,7 @@ class SourceListView(generics.ListAPIView):
     permission_classes = [HasScope]
     required_scopes = {"GET": Scope.SOURCES_READ}
     serializer_class = SourceSerializer
+    queryset = Source.objects.none()  # the schema's model; get_queryset is the team's
     filter_backends = [TeamFilterBackend]
     filterset_class = SourceFilterSet  # the sources page's
 

@@ -143,6 +143,7 @@ class DecisionList(generics.ListAPIView):
     permission_classes = [HasScope]
     required_scopes = READ
     serializer_class = DecisionSerializer
+    queryset = Decision.objects.none()  # the schema's model; get_queryset is the team's
     filter_backends = [TeamFilterBackend]
     filterset_class = DecisionFilterSet  # the decision history page's
 

@@ -89,6 +89,7 @@ class ProposalList(generics.ListAPIView):
     permission_classes = [HasScope]
     required_scopes = {**READ, "POST": Scope.REVIEWS_PROPOSE}
     serializer_class = ProposalListSerializer
+    queryset = Memory.objects.none()  # the schema's model; get_queryset is the team's
     filter_backends = [TeamFilterBackend]
     filterset_class = QueueFilterSet  # the review queue page's
     post = ProposeView.post

@@ -67,6 +67,12 @@ PAGES = [
     Page("team-audit", MANAGE, idor=False),
     Page("member-list", MANAGE, post=400, data={"username": ""}, idor=False),
     Page("member-change", MANAGE, get=None, post=302, data={"role": "admin"}),
+    # the world's membership is its admin's: removing the last admin is refused (409)
+    Page("member-remove", MANAGE, post=(302, 409)),
+    Page("invitation-list", MANAGE, post=400, data={"email": ""}, idor=False),
+    Page("invitation-revoke", MANAGE, get=None, post=302),
+    # the link is the credential: anyone holding it sees the page; a member's join is refused
+    Page("invitation-accept", PUBLIC, get=200, post=(302, 400), idor=False),
     Page("source-list", VIEW, idor=False),
     Page("source-add", MANAGE, post=200, data={"location": ""}, idor=False),
     Page("source-detail", VIEW),
@@ -163,6 +169,20 @@ APIS = [
     Api("api-decision-detail", "GET", Scope.REVIEWS_READ, pk="decision"),
     Api("api-decision-retry", "POST", Scope.REVIEWS_WRITE, ok=202, body={}, pk="decision"),
     Api("api-decision-allow-reproposal", "POST", Scope.REVIEWS_WRITE, body={}, pk="rejection"),
+    Api("api-member-list", "GET", Scope.TEAM_MANAGE),
+    Api("api-member-detail", "GET", Scope.TEAM_MANAGE, pk="membership"),
+    Api("api-member-detail", "PATCH", Scope.TEAM_MANAGE, body={"role": "admin"}, pk="membership"),
+    Api("api-member-detail", "DELETE", Scope.TEAM_MANAGE, ok=(204, 400), pk="membership"),
+    Api("api-invitation-list", "GET", Scope.TEAM_MANAGE),
+    Api(
+        "api-invitation-list",
+        "POST",
+        Scope.TEAM_MANAGE,
+        ok=201,
+        body={"email": "matrix@example.org", "role": "viewer"},
+    ),
+    Api("api-invitation-detail", "GET", Scope.TEAM_MANAGE, pk="invitation"),
+    Api("api-invitation-detail", "DELETE", Scope.TEAM_MANAGE, ok=204, pk="invitation"),
     Api("api-schema", "GET", None, public=True),
     Api("api-docs", "GET", None, public=True),
     Api("bundle-export", "POST", Scope.BUNDLES_EXPORT, body={"scope": "full"}),
@@ -183,6 +203,7 @@ SCOPE_LEVEL = {
     Scope.REVIEWS_READ: VIEW,
     Scope.REVIEWS_WRITE: REVIEW,
     Scope.REVIEWS_PROPOSE: VIEW,
+    Scope.TEAM_MANAGE: MANAGE,
 }
 
 
