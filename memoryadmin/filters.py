@@ -134,7 +134,8 @@ class TokenFilterSet(ListFilterSet):
 
     def filter_scope(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         # JSON list containment differs by backend; the token list of a team is small.
-        ids = [t.pk for t in queryset.only("id", "scopes") if value.strip() in (t.scopes or [])]
+        rows = queryset.values_list("id", "scopes")
+        ids = [pk for pk, scopes in rows if value.strip() in (scopes or [])]
         return queryset.filter(pk__in=ids)
 
 
