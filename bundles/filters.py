@@ -38,6 +38,7 @@ class ChunkFilterSet(ListFilterSet):
             ("importance", "importance"),
         ),
         label="Sort",
+        empty_label="Default order",
     )
     csv_name = "brain"
     # Content masked like the page shows it: a chunk that looked like a credential never leaves

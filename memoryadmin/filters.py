@@ -41,6 +41,7 @@ class AuditFilterSet(ListFilterSet):
     sort = django_filters.OrderingFilter(
         fields=(("created_at", "when"), ("action", "action"), ("actor_label", "actor")),
         label="Sort",
+        empty_label="Default order",
     )
     csv_name = "audit"
     csv_columns = (
@@ -73,6 +74,7 @@ class MemberFilterSet(ListFilterSet):
     sort = django_filters.OrderingFilter(
         fields=(("user__username", "user"), ("role", "role"), ("created_at", "since")),
         label="Sort",
+        empty_label="Default order",
     )
     csv_name = "members"
     csv_columns = (
@@ -104,6 +106,7 @@ class TokenFilterSet(ListFilterSet):
             ("last_used_at", "used"),
         ),
         label="Sort",
+        empty_label="Default order",
     )
     csv_name = "tokens"
     # Never the secret or its hash: the prefix is what the page shows too.
@@ -156,6 +159,7 @@ class InvitationFilterSet(ListFilterSet):
     sort = django_filters.OrderingFilter(
         fields=(("email", "email"), ("created_at", "created"), ("expires_at", "expires")),
         label="Sort",
+        empty_label="Default order",
     )
     csv_name = "invitations"
     csv_columns = (

@@ -17,6 +17,7 @@ from operator import or_
 from typing import Any
 
 import django_filters
+from django import forms
 from django.core.paginator import Page, Paginator
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest, StreamingHttpResponse
@@ -140,11 +141,18 @@ class ListFilterSet(django_filters.FilterSet):
         )
 
 
+DATE_INPUT = forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
+
+
 def date_range(field: str) -> tuple[django_filters.DateFilter, django_filters.DateFilter]:
     """`after` and `before` filters on a datetime column, both days included."""
     return (
-        django_filters.DateFilter(field_name=field, lookup_expr="date__gte", label="From"),
-        django_filters.DateFilter(field_name=field, lookup_expr="date__lte", label="Until"),
+        django_filters.DateFilter(
+            field_name=field, lookup_expr="date__gte", label="From", widget=DATE_INPUT
+        ),
+        django_filters.DateFilter(
+            field_name=field, lookup_expr="date__lte", label="Until", widget=DATE_INPUT
+        ),
     )
 
 

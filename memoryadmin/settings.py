@@ -313,6 +313,8 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 100,
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
+# django-filter: the empty choice of a list's filter bar.
+FILTERS_EMPTY_CHOICE_LABEL = "Any"
 SPECTACULAR_SETTINGS = {
     "TITLE": "memoryadmin API",
     "DESCRIPTION": "Sources, reviews and MemoryAI bundles for a team's agent memory.",

@@ -44,7 +44,9 @@ class QueueFilterSet(_TeamRepositoryMixin, ListFilterSet):
         empty_label="Anyone",
     )
     sort = django_filters.OrderingFilter(
-        fields=(("added_at", "added"), ("title", "title"), ("type", "type")), label="Sort"
+        fields=(("added_at", "added"), ("title", "title"), ("type", "type")),
+        label="Sort",
+        empty_label="Default order",
     )
     csv_name = "review-queue"
     # Titles as the page shows them: masked where a secret rule matched (reviews.services.content).
@@ -104,7 +106,9 @@ class DecisionFilterSet(_TeamRepositoryMixin, ListFilterSet):
     )
     after, before = date_range("created_at")
     sort = django_filters.OrderingFilter(
-        fields=(("created_at", "when"), ("state", "state"), ("kind", "kind")), label="Sort"
+        fields=(("created_at", "when"), ("state", "state"), ("kind", "kind")),
+        label="Sort",
+        empty_label="Default order",
     )
     csv_name = "decisions"
     csv_columns = (

@@ -21,6 +21,7 @@ class SourceFilterSet(ListFilterSet):
             ("created_at", "added"),
         ),
         label="Sort",
+        empty_label="Default order",
     )
     csv_name = "sources"
     # The location, never a credential (it is stored apart, encrypted, and never shown).
@@ -51,6 +52,7 @@ class RecordFilterSet(ListFilterSet):
     sort = django_filters.OrderingFilter(
         fields=(("updated", "updated"), ("title", "title"), ("kind", "kind"), ("scope", "scope")),
         label="Sort",
+        empty_label="Default order",
     )
     csv_name = "records"
     csv_columns = (

@@ -21,6 +21,7 @@ class DeliveryFilterSet(ListFilterSet):
     sort = django_filters.OrderingFilter(
         fields=(("created_at", "when"), ("state", "state"), ("duration_ms", "duration")),
         label="Sort",
+        empty_label="Default order",
     )
     csv_name = "deliveries"
     # Never the payload or the signature: what the page shows.

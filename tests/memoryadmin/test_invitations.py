@@ -59,7 +59,7 @@ def test_it_shows_the_link_once_mails_it_and_stores_only_its_hash(
 def test_it_joins_the_team_with_the_role_through_the_link_logged_out(client, team, invited):
     page = client.get(f"/invite/{invited}/")
     assert page.status_code == 200
-    assert page["Referrer-Policy"] == "no-referrer"
+    assert page["Referrer-Policy"] == "same-origin"
     assert "newcomer@example.org" in page.content.decode()
     response = client.post(
         f"/invite/{invited}/",
