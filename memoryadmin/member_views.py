@@ -70,7 +70,6 @@ def member_list(request: HttpRequest) -> HttpResponse:
             "listing": result,
             "members": result.page,
             "roles": Role.choices,
-            "invite_form": InvitationForm(),
             "pending": pending,
         },
         status=400 if form.errors else result.status,
