@@ -50,11 +50,26 @@ class ChunkFilterSet(ListFilterSet):
         column("origin", "origin"),
         column("dna", "is_dna"),
         column("pinned", "is_pinned"),
-        Column("served", lambda c: bool(c.standalone or c.has_active_origin)),
+        Column("served", lambda c: bool(c["standalone"] or c["has_active_origin"])),
         column("suspicious", "suspicious"),
-        Column("secret", lambda c: bool(c.secret_findings)),
+        Column("secret", lambda c: bool(c["secret_findings"])),
         column("created", "created"),
-        Column("content", lambda c: mask_secrets(c.content, c.secret_findings)),
+        Column("content", lambda c: mask_secrets(c["content"], c["secret_findings"])),
+    )
+    # The export reads plain rows (no model per chunk): what the columns above name.
+    csv_fields = (
+        "id",
+        "memory_type",
+        "zone",
+        "origin",
+        "is_dna",
+        "is_pinned",
+        "standalone",
+        "has_active_origin",
+        "suspicious",
+        "secret_findings",
+        "created",
+        "content",
     )
 
     class Meta:
@@ -73,4 +88,5 @@ class ChunkFilterSet(ListFilterSet):
         )
 
     def csv_queryset(self, queryset: QuerySet) -> QuerySet:
-        return queryset.prefetch_related(None)  # the origins' names are on the page only
+        # The origins' names are on the page only; rows as dicts, not models.
+        return queryset.prefetch_related(None).values(*self.csv_fields)

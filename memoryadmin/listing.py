@@ -37,11 +37,12 @@ class Column:
 
 
 def column(header: str, path: str) -> Column:
-    """A column reading a dotted attribute path (`created_by.username`); None stays empty."""
+    """A column reading a dotted attribute path (`created_by.username`), or a key of the dicts
+    a `values()` export reads; None stays empty."""
 
     def read(obj: Any) -> Any:
         for part in path.split("."):
-            obj = getattr(obj, part, None)
+            obj = obj.get(part) if isinstance(obj, dict) else getattr(obj, part, None)
             if obj is None:
                 return None
         return obj() if callable(obj) else obj
