@@ -147,6 +147,12 @@ def bench_brain(run: Run) -> None:
             _against(
                 run, name, label, result, ("COPY TO", base), target, 3, also=also, scale=chunks
             )
+        result = run.step("brain_csv", team=team)
+        if result["rows"] != chunks:
+            raise SystemExit(f"the CSV listed {result['rows']} of {chunks} chunks")
+        also = result["rss_growth_mb"] < 150
+        name = f"Brain page CSV download ({result['queries']} queries)"
+        _against(run, name, label, result, ("COPY TO", base), "<= 3x COPY, < 150 MB", 3, also=also)
         bench_own_export(run, team, label, base_import=import_base, scale=chunks)
         path.unlink(missing_ok=True)
 

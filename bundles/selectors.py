@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
-from django.core.paginator import Page, Paginator
+from django.core.paginator import Page
 from django.db.models import (
     Case,
     Count,
@@ -164,16 +164,12 @@ def readable_timestamp(column: str) -> Case:
     )
 
 
-def chunk_page(
-    team: Team, page_number: str | int | None, per_page: int = 25, *, flag: str | None = None
-) -> Page:
-    """A page of live chunks, newest first; `flag` (suspicious, secret) narrows it. Each chunk
-    gets `display_content`: its text with what looked like a credential masked."""
-    chunks = Chunk.objects.filter(team=team, is_deleted=False)
-    if flag in CHUNK_FLAGS:
-        chunks = chunks.filter(CHUNK_FLAGS[flag])
-    chunks = (
-        chunks.only(
+def chunk_rows(team: Team) -> QuerySet[Chunk]:
+    """The team's live chunks as the Brain page lists them, newest first: what the page shows
+    of each, `has_active_origin`, readable times and the origins (one prefetch query)."""
+    return (
+        Chunk.objects.filter(team=team, is_deleted=False)
+        .only(
             "id",
             "content",
             "memory_type",
@@ -193,7 +189,11 @@ def chunk_page(
         .prefetch_related(Prefetch("origins", queryset=_origins_for_page()))
         .order_by("-id")
     )
-    page = Paginator(chunks, per_page).get_page(page_number)
+
+
+def chunk_page_masked(page: Page) -> Page:
+    """Each chunk of the page gets `display_content`: its text with what looked like a
+    credential masked."""
     page.object_list = list(page.object_list)
     for chunk in page.object_list:
         chunk.display_content = mask_secrets(chunk.content, chunk.secret_findings)

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from bundles import selectors
 from bundles.embeddings.lifecycle import embedding_status
+from bundles.filters import ChunkFilterSet
 from bundles.imports import (
     ImportOptions,
     ProposeTargetError,
@@ -29,6 +30,7 @@ from bundles.services.exports import ExportRequest, bundle_export_json
 from bundles.uploads import new_scratch_file
 from formats import memoryai as protocol
 from memoryadmin.audit import Actor
+from memoryadmin.listing import listing, wants_csv
 from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import team_view
 
@@ -37,8 +39,9 @@ from memoryadmin.web import team_view
 @team_view(Action.VIEW)
 def brain(request: HttpRequest) -> HttpResponse:
     team = request.team  # type: ignore[attr-defined]
-    flag = request.GET.get("flag", "")
-    flag = flag if flag in selectors.CHUNK_FLAGS else ""
+    chunks = listing(request, ChunkFilterSet, selectors.chunk_rows(team), per_page=25, team=team)
+    if wants_csv(request) and not chunks.invalid:
+        return chunks.csv()
     return render(
         request,
         "bundles/brain.html",
@@ -48,12 +51,13 @@ def brain(request: HttpRequest) -> HttpResponse:
             "events": selectors.recent_bundle_events(team),
             "jobs": selectors.recent_jobs(team),
             "runs": selectors.recent_runs(team),
-            "page": selectors.chunk_page(team, request.GET.get("page"), flag=flag),
-            "flag": flag,
+            "page": selectors.chunk_page_masked(chunks.page),
+            "listing": chunks,
             "can_import": user_can(request.user, team, Action.MANAGE),
             "scopes": protocol.SCOPES,
             "repositories": selectors.proposal_targets(team),
         },
+        status=chunks.status,
     )
 
 

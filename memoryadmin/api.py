@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from django_filters.rest_framework import DjangoFilterBackend
 from rest_framework import exceptions, permissions
 from rest_framework.request import Request
 
+from memoryadmin.api_errors import ApiError
 from memoryadmin.models import ApiToken, Team
 from memoryadmin.permissions import SCOPE_ACTIONS, teams_for, token_has_scope, user_can
 
-__all__ = ["SCOPE_ACTIONS", "HasScope", "request_team", "request_token"]
+__all__ = ["SCOPE_ACTIONS", "HasScope", "TeamFilterBackend", "request_team", "request_token"]
 
 
 def request_token(request: Request) -> ApiToken | None:
@@ -72,3 +74,27 @@ class HasScope(permissions.BasePermission):
                 "Your role on this team does not allow this.", code="insufficient-role"
             )
         return True
+
+
+class TeamFilterBackend(DjangoFilterBackend):
+    """A list endpoint's FilterSet (the same class as its page's), bound to the request's team;
+    a bad filter value is a 400 `invalid-filter` naming the parameters."""
+
+    def get_filterset_kwargs(self, request, queryset, view):  # type: ignore[no-untyped-def]
+        return {
+            **super().get_filterset_kwargs(request, queryset, view),
+            "team": request_team(request),
+        }
+
+    def filter_queryset(self, request, queryset, view):  # type: ignore[no-untyped-def]
+        filterset = self.get_filterset(request, queryset, view)
+        if filterset is None:
+            return queryset
+        if not filterset.is_valid():
+            raise ApiError(
+                400,
+                "invalid-filter",
+                "A filter or sort parameter has a value this list does not accept.",
+                {name: [str(m) for m in errors] for name, errors in filterset.errors.items()},
+            )
+        return filterset.qs

@@ -36,3 +36,26 @@ class TeamCreateForm(forms.Form):
         help_text="Lowercase letters, digits and hyphens; it becomes the team's address.",
     )
     name = forms.CharField(max_length=200)
+
+
+class InvitationForm(forms.Form):
+    email = forms.EmailField(max_length=254, label="E-mail")
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.VIEWER)
+
+
+class InvitationAcceptForm(forms.Form):
+    username = forms.CharField(max_length=150, help_text="Letters, digits and @ . + - _ only.")
+    password = forms.CharField(
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}), strip=False
+    )
+    password_again = forms.CharField(
+        label="Password again",
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+        strip=False,
+    )
+
+    def clean(self):  # type: ignore[no-untyped-def]
+        data = super().clean()
+        if data.get("password") and data.get("password") != data.get("password_again"):
+            self.add_error("password_again", "The two passwords differ.")
+        return data

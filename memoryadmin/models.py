@@ -160,3 +160,53 @@ class AuditEvent(models.Model):
 
     def delete(self, *args, **kwargs):
         raise AuditImmutableError("audit events cannot be deleted")
+
+
+class Invitation(models.Model):
+    """An e-mailed invitation to join a team with a role; only the link's hash is stored."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField()
+    role = models.CharField(max_length=16, choices=Role.choices)
+    secret_hash = models.CharField(max_length=64, unique=True, editable=False)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.email} → {self.team.slug} ({self.role})"
+
+    @property
+    def state(self) -> str:
+        if self.accepted_at is not None:
+            return "accepted"
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at <= timezone.now():
+            return "expired"
+        return "pending"
+
+    @staticmethod
+    def state_q(state: str) -> models.Q:
+        """The rows in `state` (pending, accepted, revoked, expired), as `state` decides it."""
+        open_ = models.Q(accepted_at__isnull=True, revoked_at__isnull=True)
+        now = timezone.now()
+        return {
+            "accepted": models.Q(accepted_at__isnull=False),
+            "revoked": models.Q(accepted_at__isnull=True, revoked_at__isnull=False),
+            "expired": open_ & models.Q(expires_at__lte=now),
+            "pending": open_ & models.Q(expires_at__gt=now),
+        }[state]

@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "django_filters",
     "memoryadmin",
     "sources",
     "reviews",
@@ -142,6 +143,24 @@ MEMORYADMIN_TRUSTED_PROXIES = env_networks("MEMORYADMIN_TRUSTED_PROXIES")
 RATELIMIT_USE_CACHE = "default"
 RATELIMIT_VIEW = "memoryadmin.error_views.too_many_requests"
 CSRF_FAILURE_VIEW = "memoryadmin.error_views.csrf_failure"
+
+# E-mail (invitations). SMTP once a host is set; until then the console backend prints the mail
+# to the web process's log (the invite link is also shown once on the page to copy).
+EMAIL_HOST = env_str("MEMORYADMIN_EMAIL_HOST", "") or ""
+EMAIL_PORT = env_int("MEMORYADMIN_EMAIL_PORT", 587, minimum=1)
+EMAIL_HOST_USER = env_str("MEMORYADMIN_EMAIL_USER", "") or ""
+EMAIL_HOST_PASSWORD = env_str("MEMORYADMIN_EMAIL_PASSWORD", "") or ""
+EMAIL_USE_TLS = env_bool("MEMORYADMIN_EMAIL_USE_TLS", True)
+EMAIL_TIMEOUT = env_int("MEMORYADMIN_EMAIL_TIMEOUT", 10, minimum=1)
+EMAIL_BACKEND = env_str(
+    "MEMORYADMIN_EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend",
+)
+DEFAULT_FROM_EMAIL = env_str("MEMORYADMIN_EMAIL_FROM", "memoryadmin@localhost")
+# Days an invitation link stays valid.
+MEMORYADMIN_INVITATION_DAYS = env_int("MEMORYADMIN_INVITATION_DAYS", 7, minimum=1)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -315,6 +334,8 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 100,
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
+# django-filter: the empty choice of a list's filter bar.
+FILTERS_EMPTY_CHOICE_LABEL = "Any"
 SPECTACULAR_SETTINGS = {
     "TITLE": "memoryadmin API",
     "DESCRIPTION": "Sources, reviews and MemoryAI bundles for a team's agent memory.",
@@ -332,6 +353,7 @@ SPECTACULAR_SETTINGS = {
         "MemoryStatusEnum": "reviews.models.MemoryStatus",
         "TokenKindEnum": "memoryadmin.models.TokenKind",
         "ReaderKindEnum": ["token", "user"],  # who read, on the usage counters
+        "RoleEnum": "memoryadmin.models.Role",
     },
 }
 

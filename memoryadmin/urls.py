@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
 
 from bundles.mcp import mcp_view
 from bundles.usage.views import usage_page
-from memoryadmin import api_views, token_api, views
+from memoryadmin import api_views, member_api, member_views, token_api, views
 from memoryadmin.middleware import content_security_policy_extend
 
 # Redoc styles its page at run time (styled-components' <style> elements) and runs its search
@@ -22,8 +22,15 @@ team_patterns = [
     path("tokens/<int:token_id>/revoke/", views.token_revoke, name="token-revoke"),
     path("audit/", views.audit_list, name="team-audit"),
     path("usage/", usage_page, name="team-usage"),
-    path("members/", views.member_list, name="member-list"),
-    path("members/<int:membership_id>/", views.member_change, name="member-change"),
+    path("members/", member_views.member_list, name="member-list"),
+    path("members/<int:membership_id>/", member_views.member_change, name="member-change"),
+    path("members/<int:membership_id>/remove/", member_views.member_remove, name="member-remove"),
+    path("invitations/", member_views.invitation_list, name="invitation-list"),
+    path(
+        "invitations/<int:invitation_id>/revoke/",
+        member_views.invitation_revoke,
+        name="invitation-revoke",
+    ),
     path("sources/", include("sources.urls")),
     path("reviews/", include("reviews.urls")),
     path("brain/", include("bundles.urls")),
@@ -35,6 +42,7 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
     path("accounts/login/", views.RateLimitedLoginView.as_view(), name="login"),
+    path("invite/<str:secret>/", member_views.invitation_accept, name="invitation-accept"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("t/<slug:team_slug>/", include(team_patterns)),
@@ -42,6 +50,14 @@ urlpatterns = [
     path("api/tokens/", token_api.TokenListView.as_view(), name="api-token-list"),
     path(
         "api/tokens/<int:token_id>/", token_api.TokenDetailView.as_view(), name="api-token-detail"
+    ),
+    path("api/members/", member_api.MemberList.as_view(), name="api-member-list"),
+    path("api/members/<int:pk>/", member_api.MemberDetail.as_view(), name="api-member-detail"),
+    path("api/invitations/", member_api.InvitationList.as_view(), name="api-invitation-list"),
+    path(
+        "api/invitations/<int:pk>/",
+        member_api.InvitationDetail.as_view(),
+        name="api-invitation-detail",
     ),
     path("api/", include("sources.api_urls")),
     path("api/", include("reviews.api_urls")),

@@ -13,15 +13,17 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from memoryadmin import services
 from memoryadmin import tokens as token_services
 from memoryadmin.audit import Actor
 from memoryadmin.authentication import address_failures, address_key, failure_count
-from memoryadmin.forms import MemberAddForm, MemberRoleForm, TeamCreateForm, TokenCreateForm
+from memoryadmin.filters import AuditFilterSet, TokenFilterSet
+from memoryadmin.forms import TeamCreateForm, TokenCreateForm
 from memoryadmin.health import health, readiness
-from memoryadmin.models import ApiToken, AuditEvent, Membership, Role, Scope, Team
+from memoryadmin.listing import listing, wants_csv
+from memoryadmin.models import ApiToken, AuditEvent, Role, Scope, Team
 from memoryadmin.permissions import Action, teams_for
 from memoryadmin.snippets import client_snippets
 from memoryadmin.web import form_add_errors, team_view
@@ -131,65 +133,6 @@ def _team_create_with_admin(request: HttpRequest, data: dict) -> Team:
     return team
 
 
-@team_view(Action.MANAGE)
-def member_list(request: HttpRequest) -> HttpResponse:
-    form = MemberAddForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        user = get_user_model().objects.filter(username=form.cleaned_data["username"]).first()
-        if user is None:
-            form.add_error("username", "No user with that name.")
-        else:
-            try:
-                services.membership_set(
-                    actor=Actor.from_request(request),
-                    team=request.team,
-                    user=user,
-                    role=form.cleaned_data["role"],
-                )
-            except ValidationError as exc:
-                form_add_errors(form, exc)
-            else:
-                messages.success(
-                    request, f"{user.get_username()} is now {form.cleaned_data['role']}."
-                )
-                return redirect("member-list", team_slug=request.team.slug)
-    members = Membership.objects.filter(team=request.team).select_related("user")
-    return render(
-        request,
-        "memoryadmin/members.html",
-        {"form": form, "members": members, "roles": Role.choices},
-        status=400 if form.errors else 200,
-    )
-
-
-@require_POST
-@team_view(Action.MANAGE)
-def member_change(request: HttpRequest, membership_id: int) -> HttpResponse:
-    membership = get_object_or_404(Membership, pk=membership_id, team=request.team)
-    actor = Actor.from_request(request)
-    try:
-        if request.POST.get("remove"):
-            services.membership_remove(actor=actor, membership=membership)
-            messages.success(request, f"Removed {membership.user.get_username()}.")
-        else:
-            form = MemberRoleForm(request.POST)
-            if not form.is_valid():
-                messages.error(request, "Choose a valid role.")
-            else:
-                services.membership_set(
-                    actor=actor,
-                    team=request.team,
-                    user=membership.user,
-                    role=form.cleaned_data["role"],
-                )
-                messages.success(
-                    request, f"{membership.user.get_username()} is now {form.cleaned_data['role']}."
-                )
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-    return redirect("member-list", team_slug=request.team.slug)
-
-
 @team_view(Action.VIEW)
 def team_home(request: HttpRequest) -> HttpResponse:
     from memoryadmin.dashboard import team_dashboard
@@ -224,10 +167,20 @@ def token_list(request: HttpRequest) -> HttpResponse:
             form = TokenCreateForm()
             snippets = client_snippets(request.build_absolute_uri(reverse("mcp")), new_secret)
     tokens = ApiToken.objects.filter(team=request.team).select_related("created_by", "revoked_by")
+    result = listing(request, TokenFilterSet, tokens, team=request.team)
+    if wants_csv(request) and not result.invalid:
+        return result.csv()
     response = render(
         request,
         "memoryadmin/tokens.html",
-        {"form": form, "tokens": tokens, "new_secret": new_secret, "snippets": snippets},
+        {
+            "form": form,
+            "listing": result,
+            "tokens": result.page,
+            "new_secret": new_secret,
+            "snippets": snippets,
+        },
+        status=result.status,
     )
     response["Cache-Control"] = "no-store"  # the page may carry a secret
     return response
@@ -247,16 +200,18 @@ def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
 
 @team_view(Action.MANAGE)
 def audit_list(request: HttpRequest) -> HttpResponse:
-    from django.core.paginator import Paginator
-
     events = AuditEvent.objects.filter(team=request.team).only(
-        "created_at", "actor_label", "action", "target_type", "target_id", "summary"
+        "created_at", "actor_label", "action", "target_type", "target_id", "summary", "request_id"
     )
-    action = request.GET.get("action")
-    if action:
-        events = events.filter(action=action)
-    page = Paginator(events, 50).get_page(request.GET.get("page"))
-    return render(request, "memoryadmin/audit.html", {"page": page, "action": action or ""})
+    result = listing(request, AuditFilterSet, events, team=request.team)
+    if wants_csv(request) and not result.invalid:
+        return result.csv()
+    return render(
+        request,
+        "memoryadmin/audit.html",
+        {"listing": result, "page": result.page},
+        status=result.status,
+    )
 
 
 @never_cache

@@ -12,13 +12,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryadmin.api import HasScope, request_team
+from memoryadmin.api import HasScope, TeamFilterBackend, request_team
 from memoryadmin.api_errors import AUTH_ERRORS, ApiError, error_responses
 from memoryadmin.audit import Actor
 from memoryadmin.models import Scope
 from sources import selectors
 from sources.api_admin import source_create, source_patch
 from sources.fetchers import Credential
+from sources.filters import SourceFilterSet
 from sources.models import Source
 from sources.serializers import (
     RefreshRunSerializer,
@@ -36,7 +37,7 @@ from sources.services.lifecycle import source_credential_set, source_delete
 @extend_schema_view(
     get=extend_schema(
         summary="List the team's sources",
-        responses={200: SourceSerializer(many=True), **error_responses(*AUTH_ERRORS)},
+        responses={200: SourceSerializer(many=True), **error_responses(*AUTH_ERRORS, 400)},
     ),
     post=extend_schema(
         summary="Add a source",
@@ -66,6 +67,9 @@ class SourceListView(generics.ListAPIView):
     required_scopes = {"GET": Scope.SOURCES_READ, "POST": Scope.SOURCES_MANAGE}
     serializer_class = SourceSerializer
     error_fields = {"credential_kind": "credential"}
+    queryset = Source.objects.none()  # the schema's model; get_queryset is the team's
+    filter_backends = [TeamFilterBackend]
+    filterset_class = SourceFilterSet  # the sources page's
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         return selectors.team_sources(request_team(self.request)).order_by("id")

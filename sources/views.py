@@ -7,7 +7,6 @@ from datetime import timedelta
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -15,9 +14,11 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from bundles import selectors as brain_selectors
 from memoryadmin.audit import Actor
+from memoryadmin.listing import listing, wants_csv
 from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import form_add_errors, team_view
 from sources import selectors
+from sources.filters import RecordFilterSet, SourceFilterSet
 from sources.forms import SourceAddForm, SourceCredentialForm, SourceEditForm
 from sources.models import CredentialKind, Health, RefreshRun, Source, SourceKind, SourceState
 from sources.services import edit, lifecycle
@@ -27,11 +28,20 @@ PAGE_SIZE = 50
 
 @team_view(Action.VIEW)
 def source_list(request: HttpRequest) -> HttpResponse:
-    sources = selectors.team_sources(request.team)
+    result = listing(
+        request, SourceFilterSet, selectors.team_sources(request.team), team=request.team
+    )
+    if wants_csv(request) and not result.invalid:
+        return result.csv()
     return render(
         request,
         "sources/source_list.html",
-        {"sources": sources, "can_manage": user_can(request.user, request.team, Action.MANAGE)},
+        {
+            "listing": result,
+            "sources": result.page,
+            "can_manage": user_can(request.user, request.team, Action.MANAGE),
+        },
+        status=result.status,
     )
 
 
@@ -113,7 +123,7 @@ def source_edit(request: HttpRequest, source_id: int) -> HttpResponse:
 
 @team_view(Action.VIEW)
 def source_detail(request: HttpRequest, source_id: int) -> HttpResponse:
-    return _detail_page(request, selectors.team_source(request.team, source_id))
+    return _detail_page(request, selectors.team_source(request.team, source_id), csv=True)
 
 
 def _detail_page(
@@ -122,15 +132,24 @@ def _detail_page(
     *,
     credential_form: SourceCredentialForm | None = None,
     status: int = 200,
+    csv: bool = False,
 ) -> HttpResponse:
     now = timezone.now()
     denied = source.health == Health.DENIED
     snapshot = source.current_snapshot
-    active_page = inactive = rejections = problems = None
+    active_page = inactive = rejections = problems = records = None
     if snapshot is not None and not denied:
-        active_page = Paginator(selectors.active_records(source, now), PAGE_SIZE).get_page(
-            request.GET.get("page")
+        records = listing(
+            request,
+            RecordFilterSet,
+            selectors.active_records(source, now),
+            per_page=PAGE_SIZE,
+            team=request.team,
         )
+        if csv and wants_csv(request) and not records.invalid:
+            return records.csv()
+        active_page = records.page
+        status = max(status, records.status)
         inactive = [
             (record, record.reason_now(now))
             for record in selectors.inactive_records(source, now)[:200]
@@ -150,6 +169,7 @@ def _detail_page(
             "snapshot": snapshot,
             "denied": denied,
             "page": active_page,
+            "listing": records,
             "inactive": inactive,
             "rejections": rejections,
             "problems": problems,

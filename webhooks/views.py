@@ -7,17 +7,18 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from memoryadmin.audit import Actor
+from memoryadmin.listing import listing, wants_csv
 from memoryadmin.permissions import Action
 from memoryadmin.web import form_add_errors, team_view
 from webhooks import delivery as delivery_service
 from webhooks import selectors
+from webhooks.filters import DeliveryFilterSet
 from webhooks.forms import EndpointForm
 from webhooks.models import WebhookDelivery, WebhookEndpoint
 from webhooks.services import endpoints
@@ -69,17 +70,28 @@ def _detail(request: HttpRequest, endpoint: WebhookEndpoint, **extra: Any) -> Ht
             "description": endpoint.description,
         }
     )
-    page = Paginator(selectors.deliveries_for(endpoint), 25).get_page(request.GET.get("page"))
+    result = listing(
+        request,
+        DeliveryFilterSet,
+        selectors.deliveries_for(endpoint),
+        per_page=25,
+        team=request.team,
+    )
+    if wants_csv(request) and not result.invalid and request.method == "GET":
+        return result.csv()
+    page = result.page
     polling = any(not delivery.is_finished for delivery in page)  # live-update open attempts
     context = {
         "endpoint": endpoint,
         "form": form,
         "page": page,
+        "listing": result,
         "polling": polling,
         "now": timezone.now(),
         **extra,
     }
-    return _no_store(render(request, "webhooks/endpoint_detail.html", context))
+    status = 200 if request.method == "POST" else result.status
+    return _no_store(render(request, "webhooks/endpoint_detail.html", context, status=status))
 
 
 @team_view(Action.MANAGE)

@@ -13,6 +13,7 @@ from typing import Any
 
 from bench.steps.agents import agents_setup, agents_sql
 from bench.steps.brain import (
+    brain_csv,
     brain_export,
     brain_export_file,
     brain_import,
@@ -39,6 +40,7 @@ from bench.steps.web import web_client, web_setup
 STEPS: dict[str, Callable[[dict[str, Any], Probe], dict[str, Any]]] = {
     "brain_import": brain_import,
     "brain_export": brain_export,
+    "brain_csv": brain_csv,
     "brain_export_file": brain_export_file,
     "export_baseline": export_baseline,
     "import_baseline": import_baseline,

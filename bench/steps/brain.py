@@ -60,6 +60,33 @@ def brain_export(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
     return {"bytes": size}
 
 
+def brain_csv(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
+    """The Brain page's CSV download of every chunk, through the real view and its streaming;
+    the body is counted, not kept."""
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+    from django.urls import get_resolver
+
+    from bench.steps.helpers import _user
+
+    slug = args["team"]
+    client = Client(HTTP_HOST="127.0.0.1")
+    client.force_login(_user("bench-csv", [slug], role="viewer"))
+    path = f"/t/{slug}/brain/"
+    get_resolver().resolve(path)  # the URLconf is imported in a running server
+    size = lines = 0
+    with probe(), CaptureQueriesContext(connection) as queries:
+        response = client.get(path, {"export": "csv"})
+        if response.status_code != 200:
+            raise RuntimeError(f"CSV export answered {response.status_code}")
+        for part in response.streaming_content:
+            size += len(part)
+            lines += part.count(b"\n")
+        response.close()
+    return {"bytes": size, "rows": lines - 1, "queries": len(queries.captured_queries)}
+
+
 def brain_export_file(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
     """Write the team's JSON export to a file (setup for importing our own export: untimed)."""
     from bundles.services.exports import ExportRequest, bundle_export_json

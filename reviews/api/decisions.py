@@ -14,11 +14,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryadmin.api import HasScope, request_team
+from memoryadmin.api import HasScope, TeamFilterBackend, request_team
 from memoryadmin.api_errors import AUTH_ERRORS, ApiError, error_responses
 from memoryadmin.audit import Actor
 from reviews.api.schemas import DECISION_EXAMPLE, READ, WRITE
-from reviews.models import Decision, PushState
+from reviews.filters import DecisionFilterSet
+from reviews.models import Decision
 from reviews.serializers import DecisionSerializer, ReproposalAllowSerializer
 from reviews.services.push import decision_push_retry
 from reviews.services.rejections import rejection_reproposal_allow
@@ -135,21 +136,19 @@ class DecisionAllowReproposal(APIView):
             ),
             OpenApiParameter("repository", OpenApiTypes.INT, description="Only this repository."),
         ],
-        responses={200: DecisionSerializer(many=True), **error_responses(*AUTH_ERRORS)},
+        responses={200: DecisionSerializer(many=True), **error_responses(*AUTH_ERRORS, 400)},
     )
 )
 class DecisionList(generics.ListAPIView):
     permission_classes = [HasScope]
     required_scopes = READ
     serializer_class = DecisionSerializer
+    queryset = Decision.objects.none()  # the schema's model; get_queryset is the team's
+    filter_backends = [TeamFilterBackend]
+    filterset_class = DecisionFilterSet  # the decision history page's
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
-        params = self.request.query_params
         queryset = Decision.objects.filter(team=request_team(self.request)).prefetch_related(
             "items"
         )
-        if params.get("state") in PushState.values:
-            queryset = queryset.filter(state=params["state"])
-        if params.get("repository", "").isdigit():
-            queryset = queryset.filter(repository_id=int(params["repository"]))
         return queryset.order_by("-created_at", "-id")

@@ -15,12 +15,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from bundles.api.agents import ProposeView
-from memoryadmin.api import HasScope, request_team, request_token
+from memoryadmin.api import HasScope, TeamFilterBackend, request_team
 from memoryadmin.api_errors import AUTH_ERRORS, ApiError, error_responses
 from memoryadmin.audit import Actor
 from memoryadmin.models import Scope
 from reviews import selectors
 from reviews.api.schemas import DECIDE_ERRORS, KEY, READ, REPOSITORY, WRITE, decide_schema
+from reviews.filters import QueueFilterSet
 from reviews.models import Memory, Repository
 from reviews.serializers import (
     ApprovalSerializer,
@@ -78,7 +79,7 @@ def resolve_proposal(request: Request, key: str) -> Memory:
                 " the user who created it).",
             ),
         ],
-        responses={200: ProposalListSerializer(many=True), **error_responses(*AUTH_ERRORS)},
+        responses={200: ProposalListSerializer(many=True), **error_responses(*AUTH_ERRORS, 400)},
     )
 )
 class ProposalList(generics.ListAPIView):
@@ -88,16 +89,13 @@ class ProposalList(generics.ListAPIView):
     permission_classes = [HasScope]
     required_scopes = {**READ, "POST": Scope.REVIEWS_PROPOSE}
     serializer_class = ProposalListSerializer
+    queryset = Memory.objects.none()  # the schema's model; get_queryset is the team's
+    filter_backends = [TeamFilterBackend]
+    filterset_class = QueueFilterSet  # the review queue page's
     post = ProposeView.post
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
-        params = self.request.query_params
-        filters = {k: params.get(k, "") for k in ("repository", "type", "flag", "assigned")}
-        if not filters["repository"].isdigit():
-            filters["repository"] = ""
-        token = request_token(self.request)
-        user = token.created_by if token is not None else self.request.user
-        return selectors.review_queue(request_team(self.request), filters=filters, user=user)
+        return selectors.review_queue(request_team(self.request), filters={})
 
 
 class ProposalDetail(APIView):

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.http import urlencode
 
 from formats import memoryrail
+from memoryadmin.listing import listing, wants_csv
 from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import team_view
 from reviews import selectors
+from reviews.filters import DecisionFilterSet, QueueFilterSet
 from reviews.forms import BatchForm
 from reviews.models import Repository
 from reviews.services.content import masked_title
@@ -35,8 +36,11 @@ def queue_page(
     team = request.team  # type: ignore[attr-defined]
     source = request.POST if request.method == "POST" else request.GET
     filters = selectors.queue_filters(source)
-    queue = selectors.review_queue(team, filters=filters, user=request.user)
-    page = Paginator(queue, PAGE_SIZE).get_page(request.GET.get("page"))
+    queue = selectors.review_queue(team, filters={}, user=request.user)
+    result = listing(request, QueueFilterSet, queue, per_page=PAGE_SIZE, team=team)
+    if wants_csv(request) and not result.invalid:
+        return result.csv()
+    page = result.page
     for memory in page:
         memory.title = masked_title(memory.title)
     repositories = list(
@@ -44,6 +48,7 @@ def queue_page(
     )
     context = {
         "page": page,
+        "listing": result,
         "filters": filters,
         "repositories": repositories,
         "broken": [r for r in repositories if r.last_sync_ok is False and r.enabled],
@@ -58,17 +63,25 @@ def queue_page(
         "others": sorted(selected - set(blocked or {})),
         "queue_query": urlencode({k: v for k, v in filters.items() if v}),
     }
-    return render(request, "reviews/queue.html", context, status=status)
+    return render(
+        request, "reviews/queue.html", context, status=status if status != 200 else result.status
+    )
 
 
 @team_view(Action.VIEW)
 def review_history(request: HttpRequest) -> HttpResponse:
     team = request.team  # type: ignore[attr-defined]
-    page = Paginator(selectors.decision_history(team), PAGE_SIZE).get_page(request.GET.get("page"))
+    result = listing(
+        request, DecisionFilterSet, selectors.decision_history(team), per_page=PAGE_SIZE, team=team
+    )
+    if wants_csv(request) and not result.invalid:
+        return result.csv()
+    page = result.page
     for decision in page:
         for item in decision.items.all():  # the prefetched rows the template shows
             item.title = masked_title(item.title)
     polling = any(d.state == "pending" for d in page)
     template = "reviews/_history_rows.html" if request.htmx else "reviews/history.html"  # type: ignore[attr-defined]
     can_review = user_can(request.user, team, Action.REVIEW)
-    return render(request, template, {"page": page, "polling": polling, "can_review": can_review})
+    context = {"page": page, "listing": result, "polling": polling, "can_review": can_review}
+    return render(request, template, context, status=result.status)

@@ -69,8 +69,11 @@ def test_it_filters_the_chunk_list_by_flag(imported, team, client, viewer_user):
     assert "Staging notes" in secret and "Tuesdays" not in secret and "Ignore all" not in secret
     suspicious = _chunk_list(client.get(url, {"flag": "suspicious"}))
     assert "Ignore all" in suspicious and "Staging notes" not in suspicious
-    everything = _chunk_list(client.get(url, {"flag": "nonsense"}))
+    everything = _chunk_list(client.get(url))
     assert "Tuesdays" in everything and "Staging notes" in everything
+    refused = client.get(url, {"flag": "nonsense"})  # a bad value is an error, never a guess
+    assert refused.status_code == 400
+    assert "Select a valid choice" in refused.content.decode()
 
 
 def test_it_masks_the_secret_in_the_admin(imported, team, client, make_user):

@@ -20,7 +20,14 @@ def test_it_lets_a_team_admin_add_change_and_remove_members(client, admin_user, 
     membership.refresh_from_db()
     assert membership.role == Role.REVIEWER
 
-    client.post(f"/t/alpha/members/{membership.pk}/", {"remove": "1"})
+    # Removing asks first: the old one-click post leads to the confirmation page.
+    asked = client.post(f"/t/alpha/members/{membership.pk}/", {"remove": "1"})
+    assert asked.url == f"/t/alpha/members/{membership.pk}/remove/"
+    assert Membership.objects.filter(team=team, user=bob).exists()
+    page = client.get(asked.url)
+    assert b"Remove bob from" in page.content
+    assert b"revokes no token" in page.content
+    client.post(asked.url)
     assert not Membership.objects.filter(team=team, user=bob).exists()
     actions = list(
         AuditEvent.objects.filter(team=team, data__user="bob").values_list("action", flat=True)
@@ -42,7 +49,8 @@ def test_it_keeps_the_last_admin(client, admin_user, team):
     with pytest.raises(ValidationError):
         membership_set(actor=Actor.system(), team=team, user=admin_user, role=Role.VIEWER)
     client.force_login(admin_user)
-    response = client.post(f"/t/alpha/members/{membership.pk}/", {"remove": "1"}, follow=True)
+    response = client.post(f"/t/alpha/members/{membership.pk}/remove/")
+    assert response.status_code == 409
     assert b"is the last admin of alpha" in response.content
     assert Membership.objects.filter(pk=membership.pk, role=Role.ADMIN).exists()
 

@@ -31,13 +31,20 @@ JSON_PREFIXES = ("/api/", "/v1/", "/mcp")
 QUERY_NAMES = [
     "accept_foreign_embeddings",
     "action",
+    "actor",
+    "after",
     "assigned",
+    "before",
     "confirm_dna",
     "days",
+    "event",
+    "export",
     "flag",
+    "health",
     "include",
     "include_flagged",
     "keep_embeddings",
+    "kind",
     "limit",
     "offset",
     "origin",
@@ -46,15 +53,20 @@ QUERY_NAMES = [
     "propose_to",
     "q",
     "repository",
+    "reviewer",
+    "role",
     "scope",
     "since",
+    "sort",
     "state",
     "status",
+    "target",
     "team",
     "type",
     "vector",
     "was",
     "x",
+    "zone",
 ]
 CONVERTER = re.compile(r"<(?:(?P<converter>[^>:]+):)?(?P<name>[^>]+)>")
 
@@ -255,6 +267,25 @@ def test_it_probes_every_query_parameter_the_code_reads():
                 found.update(re.findall(r'"([a-z_]+)"', keys))
     assert found, "the scan found no query parameter at all"
     assert found <= set(QUERY_NAMES), sorted(found - set(QUERY_NAMES))
+
+
+def test_it_probes_every_filter_of_every_list():
+    """The team lists read their parameters through FilterSets (memoryadmin.listing)."""
+    import importlib
+
+    from memoryadmin.listing import ListFilterSet
+
+    for app in APPS:
+        if (ROOT / app / "filters.py").exists():
+            importlib.import_module(f"{app}.filters")
+    filtersets = _subclasses(ListFilterSet)
+    assert len(filtersets) >= 9, filtersets
+    names = {name for fs in filtersets for name in fs.base_filters} | {"export", "page"}
+    assert names <= set(QUERY_NAMES), sorted(names - set(QUERY_NAMES))
+
+
+def _subclasses(cls: type) -> list[type]:
+    return [sub for direct in cls.__subclasses__() for sub in (direct, *_subclasses(direct))]
 
 
 def test_it_reads_the_bytes_of_a_lone_surrogate_as_replacement_characters(team, admin_user):

@@ -99,7 +99,10 @@ def test_it_revokes_a_removed_members_tokens_and_audits_each(ada, admin_user, te
     assert bearer(secret).get("/api/sources/").status_code == 200
 
     membership = Membership.objects.get(user=ada, team=team)
-    response = session(admin_user).post(f"/t/{team.slug}/members/{membership.pk}/", {"remove": "1"})
+    admin = session(admin_user)
+    confirm = admin.get(f"/t/{team.slug}/members/{membership.pk}/remove/")
+    assert b"ada-ci" in confirm.content  # the page names the token that goes
+    response = admin.post(f"/t/{team.slug}/members/{membership.pk}/remove/")
     assert response.status_code == 302
 
     refused = bearer(secret).get("/api/sources/")

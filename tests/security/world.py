@@ -11,7 +11,8 @@ from django.db import transaction
 from bundles.imports import bundle_import
 from bundles.models import Chunk, ImportJob, ImportRun
 from memoryadmin.audit import Actor
-from memoryadmin.models import ApiToken, AuditEvent, Membership, Team
+from memoryadmin.invitations import invitation_create
+from memoryadmin.models import ApiToken, AuditEvent, Invitation, Membership, Team
 from reviews.models import Decision, Memory, Repository
 from reviews.services.decisions import proposal_reject
 from reviews.services.push import repository_push_pending
@@ -42,6 +43,7 @@ class TeamObjects:
     chunk: Chunk
     import_run: ImportRun
     membership: Membership
+    invitation: Invitation
     secrets: dict[str, str] = field(default_factory=dict)
 
     def ids(self) -> dict[str, Any]:
@@ -50,6 +52,8 @@ class TeamObjects:
             "team_slug": self.team.slug,
             "token_id": self.token.pk,
             "membership_id": self.membership.pk,
+            "invitation_id": self.invitation.pk,
+            "secret": self.secrets["invitation"],
             "source_id": self.source.pk,
             "run_id": self.run.pk,
             "memory_pk": self.proposal.pk,
@@ -150,6 +154,14 @@ def build_team(
     token, token_secret = token_create(
         actor=actor, team=team, name=f"{label}-token", scopes=["sources:read"]
     )
+    with transaction.atomic():
+        invitation, invite_url = invitation_create(
+            actor=actor,
+            team=team,
+            email=f"newcomer@{label}.example.org",
+            role="viewer",
+            link=lambda secret: secret,
+        )
     assert brain_chunk is not None
     return TeamObjects(
         team=team,
@@ -166,7 +178,8 @@ def build_team(
         chunk=brain_chunk,
         import_run=ImportRun.objects.get(team=team),
         membership=Membership.objects.get(team=team, user=admin),
-        secrets={"webhook": hook_secret, "token": token_secret},
+        invitation=invitation,
+        secrets={"webhook": hook_secret, "token": token_secret, "invitation": invite_url},
     )
 
 

@@ -1,0 +1,204 @@
+"""Team lists: one django-filter FilterSet per list, shared by its page and its API endpoint.
+
+A list's FilterSet (`ListFilterSet` subclass, in the app's `filters.py`) declares the quick
+search (`search_fields`, the `q` parameter), its filters, its whitelisted orderings (`sort`) and
+its CSV columns. A page builds a `Listing` from the request: the filtered page, the pager and,
+for `?export=csv`, a streamed CSV of everything the filters match (never the page only).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from functools import reduce
+from operator import or_
+from typing import Any
+
+import django_filters
+from django import forms
+from django.core.paginator import Page, Paginator
+from django.db.models import Q, QuerySet
+from django.http import HttpRequest, StreamingHttpResponse
+from django.utils import timezone
+
+CSV_CHUNK = 2000
+# A spreadsheet runs a cell starting with one of these as a formula (OWASP "CSV injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One CSV column: its header and how a row's value is read."""
+
+    header: str
+    value: Callable[[Any], Any]
+
+
+def column(header: str, path: str) -> Column:
+    """A column reading a dotted attribute path (`created_by.username`), or a key of the dicts
+    a `values()` export reads; None stays empty."""
+
+    def read(obj: Any) -> Any:
+        for part in path.split("."):
+            obj = obj.get(part) if isinstance(obj, dict) else getattr(obj, part, None)
+            if obj is None:
+                return None
+        return obj() if callable(obj) else obj
+
+    return Column(header, read)
+
+
+def csv_cell(value: Any) -> str:
+    """A cell's text: times in ISO 8601, lists joined, formula starts made literal."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dt.datetime):
+        return timezone.localtime(value).isoformat() if timezone.is_aware(value) else str(value)
+    if isinstance(value, list | tuple):
+        value = " ".join(str(item) for item in value)
+    text = str(value)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+class _Line:
+    """A file-like object whose write returns the line: csv.writer then yields lines."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def csv_lines(columns: Iterable[Column], rows: Iterable[Any]) -> Iterator[str]:
+    columns = list(columns)
+    writer = csv.writer(_Line())
+    yield writer.writerow([c.header for c in columns])
+    for row in rows:
+        yield writer.writerow([csv_cell(c.value(row)) for c in columns])
+
+
+def csv_response(filename: str, columns: Iterable[Column], rows: Iterable[Any]):
+    """A streamed CSV download: rows are read in chunks, so memory stays flat for any count."""
+    response = StreamingHttpResponse(csv_lines(columns, rows), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+class ListFilterSet(django_filters.FilterSet):
+    """The base of every team list's FilterSet: quick search, ordering, CSV columns."""
+
+    q = django_filters.CharFilter(method="filter_search", label="Search", max_length=200)
+
+    search_fields: tuple[str, ...] = ()
+    csv_columns: tuple[Column, ...] = ()
+    csv_name = "list"
+
+    def __init__(self, data=None, queryset=None, *, request=None, prefix=None, team=None):  # type: ignore[no-untyped-def]
+        self.team = team
+        super().__init__(data, queryset=queryset, request=request, prefix=prefix)
+
+    def get_form_class(self):  # type: ignore[no-untyped-def]
+        base = super().get_form_class()
+
+        class ListForm(base):  # type: ignore[valid-type, misc]
+            def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+                kwargs.setdefault("auto_id", "f-%s")  # the ids the filter bar's labels name
+                super().__init__(*args, **kwargs)
+
+        return ListForm
+
+    def filter_search(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        words = value.split()
+        for word in words[:8]:
+            queryset = queryset.filter(
+                reduce(or_, (Q(**{f"{field}__icontains": word}) for field in self.search_fields))
+            )
+        return queryset
+
+    @property
+    def results(self) -> QuerySet:
+        """The filtered queryset, or nothing when a filter value is invalid (never a guess)."""
+        if not self.is_valid():
+            return self.queryset.none()
+        return self.qs
+
+    def csv_queryset(self, queryset: QuerySet) -> QuerySet:
+        """What the CSV reads (a subclass may trim prefetches the export does not need)."""
+        return queryset
+
+    def csv_rows(self) -> Iterator[Any]:
+        return self.csv_queryset(self.results).iterator(chunk_size=CSV_CHUNK)
+
+    @property
+    def active(self) -> bool:
+        """Whether any filter or search narrows the list (the page says so and offers a reset)."""
+        return self.is_bound and any(
+            self.form.cleaned_data.get(name) not in (None, "", [])
+            for name in self.filters
+            if name != "sort" and self.is_valid()
+        )
+
+
+DATE_INPUT = forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
+
+
+def date_range(field: str) -> tuple[django_filters.DateFilter, django_filters.DateFilter]:
+    """`after` and `before` filters on a datetime column, both days included."""
+    return (
+        django_filters.DateFilter(
+            field_name=field, lookup_expr="date__gte", label="From", widget=DATE_INPUT
+        ),
+        django_filters.DateFilter(
+            field_name=field, lookup_expr="date__lte", label="Until", widget=DATE_INPUT
+        ),
+    )
+
+
+def yes_no(label: str, **kwargs: Any) -> django_filters.BooleanFilter:
+    return django_filters.BooleanFilter(
+        label=label,
+        widget=django_filters.widgets.BooleanWidget(),
+        **kwargs,
+    )
+
+
+@dataclass
+class Listing:
+    """A list page's state: the bound FilterSet, the page and the CSV download."""
+
+    filterset: ListFilterSet
+    page: Page
+
+    @property
+    def invalid(self) -> bool:
+        return not self.filterset.is_valid()
+
+    @property
+    def status(self) -> int:
+        return 400 if self.invalid else 200
+
+    def csv(self) -> StreamingHttpResponse:
+        fs = self.filterset
+        team = getattr(fs.team, "slug", "team")
+        stamp = timezone.localdate().isoformat()
+        return csv_response(f"{team}-{fs.csv_name}-{stamp}.csv", fs.csv_columns, fs.csv_rows())
+
+
+def listing(
+    request: HttpRequest,
+    filterset_class: type[ListFilterSet],
+    queryset: QuerySet,
+    *,
+    per_page: int = 50,
+    team: Any = None,
+) -> Listing:
+    filterset = filterset_class(request.GET, queryset=queryset, request=request, team=team)
+    page = Paginator(filterset.results, per_page).get_page(request.GET.get("page"))
+    return Listing(filterset=filterset, page=page)
+
+
+def wants_csv(request: HttpRequest) -> bool:
+    return request.GET.get("export") == "csv"
