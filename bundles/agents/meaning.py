@@ -80,11 +80,11 @@ def meaning_hits(
 ) -> tuple[list[Hit], str]:
     """(hits, why-not): the nearest chunks above MEANING_FLOOR, best first; why-not says why
     the signal is off ("" when it ran)."""
-    import numpy as np
-
     model_dim = searchable_model(team)
     if model_dim is None:
         return [], _why_not(team)
+    import numpy as np  # the semantic extra's: only past the check that it is installed and on
+
     model, dim = model_dim
     if vector is not None:
         query = np.asarray(vector, dtype=np.float32)

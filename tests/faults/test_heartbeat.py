@@ -70,7 +70,8 @@ def test_a_worker_busy_with_a_long_task_is_alive_in_healthz(
         body = response.json()
         assert response.status_code == 200, body
         assert node in body["checks"]["worker"]["workers"]
-        assert "stale" not in body["checks"]["worker"]
+        # (workers killed by earlier tests may have left stale heartbeats in a shared cache)
+        assert node not in body["checks"]["worker"].get("stale", {})
         # The blocking ping the health check used to send gets no answer from this worker.
         assert app.control.ping(destination=[node], timeout=1.0) == []
 
