@@ -1,4 +1,5 @@
-"""The pgvector column, index and trigger (migration bundles/0008 and `manage.py brain_vectors`).
+"""The pgvector column, index and trigger (migration bundles/0008; after a late install of the
+extension, `install_pgvector` by hand: docs/brain.md).
 
 Plain SQL on a connection, no model import: a migration runs it.
 """
