@@ -8,7 +8,7 @@ from django.db.models import Q, QuerySet
 from bundles.models import Chunk, Origin
 from bundles.secrets import mask_secrets
 from formats.memoryai.fields import ZONES
-from memoryadmin.listing import Column, ListFilterSet, column, date_range
+from memoryadmin.listing import Column, ListFilterSet, column, date_range, sort_by
 
 CHUNK_FLAGS = (
     ("suspicious", "Looked like prompt injection"),
@@ -30,15 +30,11 @@ class ChunkFilterSet(ListFilterSet):
         choices=CHUNK_FLAGS, method="filter_flag", label="Flag", empty_label="Any"
     )
     after, before = date_range("created_at")
-    sort = django_filters.OrderingFilter(
-        fields=(
-            ("id", "id"),
-            ("memory_type", "type"),
-            ("zone", "zone"),
-            ("importance", "importance"),
-        ),
-        label="Sort",
-        empty_label="Default order",
+    sort = sort_by(
+        ("id", "id"),
+        ("memory_type", "type"),
+        ("zone", "zone"),
+        ("importance", "importance"),
     )
     csv_name = "brain"
     # Content masked like the page shows it: a chunk that looked like a credential never leaves

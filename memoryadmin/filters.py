@@ -7,7 +7,7 @@ from django import forms
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from memoryadmin.listing import Column, ListFilterSet, column, date_range
+from memoryadmin.listing import Column, ListFilterSet, column, date_range, sort_by
 from memoryadmin.models import ApiToken, AuditEvent, Invitation, Membership, Role, TokenKind
 
 
@@ -38,11 +38,7 @@ class AuditFilterSet(ListFilterSet):
         field_name="target_type", lookup_expr="iexact", label="Target type", max_length=64
     )
     after, before = date_range("created_at")
-    sort = django_filters.OrderingFilter(
-        fields=(("created_at", "when"), ("action", "action"), ("actor_label", "actor")),
-        label="Sort",
-        empty_label="Default order",
-    )
+    sort = sort_by(("created_at", "when"), ("action", "action"), ("actor_label", "actor"))
     csv_name = "audit"
     csv_columns = (
         column("when", "created_at"),
@@ -71,11 +67,7 @@ class MemberFilterSet(ListFilterSet):
     search_fields = ("user__username", "user__email", "user__first_name", "user__last_name")
     role = django_filters.ChoiceFilter(choices=Role.choices, label="Role")
     after, before = date_range("created_at")
-    sort = django_filters.OrderingFilter(
-        fields=(("user__username", "user"), ("role", "role"), ("created_at", "since")),
-        label="Sort",
-        empty_label="Default order",
-    )
+    sort = sort_by(("user__username", "user"), ("role", "role"), ("created_at", "since"))
     csv_name = "members"
     csv_columns = (
         column("username", "user.username"),
@@ -98,15 +90,11 @@ class TokenFilterSet(ListFilterSet):
     state = django_filters.ChoiceFilter(choices=TOKEN_STATES, method="filter_state", label="State")
     kind = django_filters.ChoiceFilter(choices=TokenKind.choices, label="Kind")
     scope = django_filters.CharFilter(method="filter_scope", label="Scope", max_length=64)
-    sort = django_filters.OrderingFilter(
-        fields=(
-            ("name", "name"),
-            ("created_at", "created"),
-            ("expires_at", "expires"),
-            ("last_used_at", "used"),
-        ),
-        label="Sort",
-        empty_label="Default order",
+    sort = sort_by(
+        ("name", "name"),
+        ("created_at", "created"),
+        ("expires_at", "expires"),
+        ("last_used_at", "used"),
     )
     csv_name = "tokens"
     # Never the secret or its hash: the prefix is what the page shows too.
@@ -156,11 +144,7 @@ class InvitationFilterSet(ListFilterSet):
         choices=INVITATION_STATES, method="filter_state", label="State"
     )
     role = django_filters.ChoiceFilter(choices=Role.choices, label="Role")
-    sort = django_filters.OrderingFilter(
-        fields=(("email", "email"), ("created_at", "created"), ("expires_at", "expires")),
-        label="Sort",
-        empty_label="Default order",
-    )
+    sort = sort_by(("email", "email"), ("created_at", "created"), ("expires_at", "expires"))
     csv_name = "invitations"
     csv_columns = (
         column("email", "email"),

@@ -157,6 +157,11 @@ def date_range(field: str) -> tuple[django_filters.DateFilter, django_filters.Da
     )
 
 
+def sort_by(*fields: tuple[str, str]) -> django_filters.OrderingFilter:
+    """The list's `sort` parameter: (column, name in the URL) pairs, the only orderings accepted."""
+    return django_filters.OrderingFilter(fields=fields, label="Sort", empty_label="Default order")
+
+
 def yes_no(label: str, **kwargs: Any) -> django_filters.BooleanFilter:
     return django_filters.BooleanFilter(
         label=label,

@@ -6,7 +6,7 @@ import django_filters
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from formats import memoryrail
-from memoryadmin.listing import Column, ListFilterSet, column, date_range
+from memoryadmin.listing import Column, ListFilterSet, column, date_range, sort_by
 from memoryadmin.models import ApiToken
 from reviews.models import Decision, DecisionItem, DecisionKind, Memory, PushState, Repository
 
@@ -43,11 +43,7 @@ class QueueFilterSet(_TeamRepositoryMixin, ListFilterSet):
         label="Assigned",
         empty_label="Anyone",
     )
-    sort = django_filters.OrderingFilter(
-        fields=(("added_at", "added"), ("title", "title"), ("type", "type")),
-        label="Sort",
-        empty_label="Default order",
-    )
+    sort = sort_by(("added_at", "added"), ("title", "title"), ("type", "type"))
     csv_name = "review-queue"
     # Titles as the page shows them: masked where a secret rule matched (reviews.services.content).
     csv_columns = (
@@ -105,11 +101,7 @@ class DecisionFilterSet(_TeamRepositoryMixin, ListFilterSet):
         field_name="actor_label", lookup_expr="icontains", label="Reviewer", max_length=200
     )
     after, before = date_range("created_at")
-    sort = django_filters.OrderingFilter(
-        fields=(("created_at", "when"), ("state", "state"), ("kind", "kind")),
-        label="Sort",
-        empty_label="Default order",
-    )
+    sort = sort_by(("created_at", "when"), ("state", "state"), ("kind", "kind"))
     csv_name = "decisions"
     csv_columns = (
         column("id", "id"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import django_filters
 
-from memoryadmin.listing import ListFilterSet, column
+from memoryadmin.listing import ListFilterSet, column, sort_by
 from sources.models import Health, Record, Source, SourceKind, SourceState
 
 
@@ -13,15 +13,11 @@ class SourceFilterSet(ListFilterSet):
     kind = django_filters.ChoiceFilter(choices=SourceKind.choices, label="Kind")
     state = django_filters.ChoiceFilter(choices=SourceState.choices, label="State")
     health = django_filters.ChoiceFilter(choices=Health.choices, label="Health")
-    sort = django_filters.OrderingFilter(
-        fields=(
-            ("display_name", "name"),
-            ("health", "health"),
-            ("last_success_at", "read"),
-            ("created_at", "added"),
-        ),
-        label="Sort",
-        empty_label="Default order",
+    sort = sort_by(
+        ("display_name", "name"),
+        ("health", "health"),
+        ("last_success_at", "read"),
+        ("created_at", "added"),
     )
     csv_name = "sources"
     # The location, never a credential (it is stored apart, encrypted, and never shown).
@@ -49,11 +45,7 @@ class RecordFilterSet(ListFilterSet):
     scope = django_filters.CharFilter(
         field_name="scope", lookup_expr="istartswith", label="Scope starts with", max_length=1000
     )
-    sort = django_filters.OrderingFilter(
-        fields=(("updated", "updated"), ("title", "title"), ("kind", "kind"), ("scope", "scope")),
-        label="Sort",
-        empty_label="Default order",
-    )
+    sort = sort_by(("updated", "updated"), ("title", "title"), ("kind", "kind"), ("scope", "scope"))
     csv_name = "records"
     csv_columns = (
         column("record_id", "record_id"),

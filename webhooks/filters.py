@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import django_filters
 
-from memoryadmin.listing import ListFilterSet, column, date_range
+from memoryadmin.listing import ListFilterSet, column, date_range, sort_by
 from webhooks.models import DeliveryState, WebhookDelivery
 
 
@@ -18,11 +18,7 @@ class DeliveryFilterSet(ListFilterSet):
         field_name="last_response_status", label="HTTP status", min_value=100, max_value=599
     )
     after, before = date_range("created_at")
-    sort = django_filters.OrderingFilter(
-        fields=(("created_at", "when"), ("state", "state"), ("duration_ms", "duration")),
-        label="Sort",
-        empty_label="Default order",
-    )
+    sort = sort_by(("created_at", "when"), ("state", "state"), ("duration_ms", "duration"))
     csv_name = "deliveries"
     # Never the payload or the signature: what the page shows.
     csv_columns = (

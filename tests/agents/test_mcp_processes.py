@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -80,11 +80,9 @@ def gunicorn(world, tmp_path) -> Iterator[tuple[str, Path]]:  # type: ignore[no-
         while True:
             if server.poll() is not None:
                 pytest.fail("gunicorn exited:\n" + (tmp_path / "gunicorn.log").read_text())
-            try:
+            with suppress(httpx2.TransportError):  # not listening yet
                 if httpx2.get(f"{url}/accounts/login/", timeout=5).status_code == 200:
                     break
-            except httpx2.TransportError:
-                pass
             if time.monotonic() > deadline:
                 pytest.fail("gunicorn did not answer:\n" + (tmp_path / "gunicorn.log").read_text())
             time.sleep(0.2)
