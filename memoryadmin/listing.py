@@ -20,8 +20,9 @@ import django_filters
 from django import forms
 from django.core.paginator import Page, Paginator
 from django.db.models import Q, QuerySet
-from django.http import HttpRequest, StreamingHttpResponse
+from django.http import HttpRequest, QueryDict, StreamingHttpResponse
 from django.utils import timezone
+from django_filters.constants import EMPTY_VALUES
 
 CSV_CHUNK = 2000
 # A spreadsheet runs a cell starting with one of these as a formula (OWASP "CSV injection").
@@ -157,9 +158,44 @@ def date_range(field: str) -> tuple[django_filters.DateFilter, django_filters.Da
     )
 
 
-def sort_by(*fields: tuple[str, str]) -> django_filters.OrderingFilter:
-    """The list's `sort` parameter: (column, name in the URL) pairs, the only orderings accepted."""
-    return django_filters.OrderingFilter(fields=fields, label="Sort", empty_label="Default order")
+class SortFilter(django_filters.OrderingFilter):
+    """A whitelisted ordering that ends on the primary key, so rows with equal values (one
+    role, one state) keep their place from page to page."""
+
+    def filter(self, qs: QuerySet, value: Any) -> QuerySet:
+        qs = super().filter(qs, value)
+        if value in EMPTY_VALUES:
+            return qs
+        terms = [str(term).lstrip("-") for term in qs.query.order_by]
+        return qs if "pk" in terms or "id" in terms else qs.order_by(*qs.query.order_by, "pk")
+
+    def url_name(self, field: str) -> str | None:
+        """The URL name of an ordering term (`-created_at` → `-when`), None outside the list."""
+        descending = field.startswith("-")
+        plain = field.lstrip("-")
+        for name, column in self.param_map.items():
+            if column == plain or (plain == "pk" and column == "id"):
+                return f"-{name}" if descending else name
+        return None
+
+    def current(self, filterset: django_filters.FilterSet) -> str | None:
+        """The ordering the list shows: the `sort` asked for when whitelisted, else the
+        queryset's own first ordering term when it is one of the list's columns."""
+        asked = str(filterset.data.get(self.field_name) or "").split(",")[0].strip()
+        if asked and asked.lstrip("-") in self.param_map:
+            return asked
+        query = filterset.queryset.query
+        terms = list(query.order_by) or (
+            list(filterset.queryset.model._meta.ordering) if query.default_ordering else []
+        )
+        first = terms[0] if terms and isinstance(terms[0], str) else None
+        return self.url_name(first) if first else None
+
+
+def sort_by(*fields: tuple[str, str]) -> SortFilter:
+    """The list's `sort` parameter: (column, name in the URL) pairs, the only orderings accepted.
+    Column headers link to them (`{% sort_header "name" "Name" %}`, templatetags/listing.py)."""
+    return SortFilter(fields=fields, label="Sort", empty_label="Default order")
 
 
 def yes_no(label: str, **kwargs: Any) -> django_filters.BooleanFilter:
@@ -199,9 +235,18 @@ def listing(
     *,
     per_page: int = 50,
     team: Any = None,
+    data: QueryDict | None = None,
+    unfiltered_count: int | None = None,
 ) -> Listing:
-    filterset = filterset_class(request.GET, queryset=queryset, request=request, team=team)
-    page = Paginator(filterset.results, per_page).get_page(request.GET.get("page"))
+    """The list as `data` (the request's query unless given) asks for it. A caller that has
+    already counted the whole, unfiltered list passes `unfiltered_count`: the pager then reads
+    it instead of counting again, unless a filter narrows the list."""
+    data = request.GET if data is None else data
+    filterset = filterset_class(data, queryset=queryset, request=request, team=team)
+    paginator = Paginator(filterset.results, per_page)
+    if unfiltered_count is not None and filterset.is_valid() and not filterset.active:
+        paginator.count = unfiltered_count  # a cached_property: set, it is never counted again
+    page = paginator.get_page(data.get("page"))
     return Listing(filterset=filterset, page=page)
 
 
