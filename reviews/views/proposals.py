@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.safestring import mark_safe
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
 from formats import memoryrail
@@ -30,7 +31,7 @@ from reviews.services.content import (
 from reviews.services.decisions import proposals_blocking, proposals_review
 from reviews.services.push import decision_push_retry
 from reviews.services.rejections import rejection_reproposal_allow
-from reviews.views.queue import queue_page
+from reviews.views.queue import queue_page, queue_params
 
 
 def _errors(request: HttpRequest, exc: ValidationError) -> None:
@@ -327,8 +328,12 @@ def review_batch(request: HttpRequest) -> HttpResponse:
     firsts = outcome.first_approvals
     decided = len(ids) - len(firsts)
     if decided:
+        commits = len(outcome.decisions)
         messages.success(
-            request, f"Recorded {decided} decisions in {len(outcome.decisions)} commit(s)."
+            request,
+            ngettext("Recorded %(n)d decision", "Recorded %(n)d decisions", decided)
+            % {"n": decided}
+            + ngettext(" in %(n)d commit.", " in %(n)d commits.", commits) % {"n": commits},
         )
     if firsts:
         refs = ", ".join(a.memory.ref for a in firsts)
@@ -337,6 +342,7 @@ def review_batch(request: HttpRequest) -> HttpResponse:
             f"First approval (1 of 2) recorded for {refs}; a different reviewer must approve"
             " them too.",
         )
-    if not outcome.decisions:
-        return redirect("review-queue", team_slug=team.slug)
+    if not outcome.decisions:  # first approvals only: back to the queue as it was
+        query = queue_params(request).urlencode()
+        return redirect(reverse("review-queue", args=[team.slug]) + (f"?{query}" if query else ""))
     return redirect("review-history", team_slug=team.slug)

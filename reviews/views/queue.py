@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.http import urlencode
 
 from formats import memoryrail
@@ -34,10 +35,10 @@ def queue_page(
 ) -> HttpResponse:
     """The queue; after a refused batch, with its selection, comment and blocking rows kept."""
     team = request.team  # type: ignore[attr-defined]
-    source = request.POST if request.method == "POST" else request.GET
-    filters = selectors.queue_filters(source)
+    params = queue_params(request)
+    filters = selectors.queue_filters(params)
     queue = selectors.review_queue(team, filters={}, user=request.user)
-    result = listing(request, QueueFilterSet, queue, per_page=PAGE_SIZE, team=team)
+    result = listing(request, QueueFilterSet, queue, per_page=PAGE_SIZE, team=team, data=params)
     if wants_csv(request) and not result.invalid:
         return result.csv()
     page = result.page
@@ -62,10 +63,26 @@ def queue_page(
         "blocked": blocked or {},
         "others": sorted(selected - set(blocked or {})),
         "queue_query": urlencode({k: v for k, v in filters.items() if v}),
+        # A refused batch renders this page at the batch URL: links and the filter bar go back
+        # to the queue's own, and the batch form posts the query it was shown with.
+        "list_url": reverse("review-queue", args=[team.slug]),
+        "list_query": params.urlencode(),
     }
     return render(
         request, "reviews/queue.html", context, status=status if status != 200 else result.status
     )
+
+
+def queue_params(request: HttpRequest) -> QueryDict:
+    """The queue's query: the page's own; a batch posts it in its action URL (page, sort,
+    search and filters), and a form posted without one keeps its hidden filter fields."""
+    params = request.GET.copy()
+    if request.method == "POST":
+        params.pop("export", None)
+        for key in selectors.QUEUE_FILTERS:
+            if key not in params and request.POST.get(key):
+                params[key] = request.POST[key]
+    return params
 
 
 @team_view(Action.VIEW)

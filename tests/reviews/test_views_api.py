@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import re
+from html import unescape
+from urllib.parse import parse_qs, urlsplit
+
 import pytest
 from django.urls import reverse
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent, Role
 from reviews.models import Decision, Memory, PushState, Repository
+from reviews.services.decisions import proposal_reject
 from tests.reviews.test_workflow import ATTEMPT, SECRET, SQLITE, proposal
 
 
@@ -298,3 +303,69 @@ def test_it_keeps_a_refused_batch_and_marks_the_row_that_blocks(
     assert response.status_code == 302
     decided = {i.memory_key for i in Decision.objects.get().items.all()}
     assert decided == {SQLITE, ATTEMPT}
+
+
+def _bulk_attempts(repository, count: int) -> None:  # type: ignore[no-untyped-def]
+    base = proposal(repository, ATTEMPT)
+    Memory.objects.bulk_create(
+        Memory(
+            team=repository.team,
+            repository=repository,
+            memory_id=f"20260301-bulk-{n}",
+            ref=f"BLK-{n:04x}",
+            type="attempt",
+            title=f"Bulk {n:03d}",
+            status="proposed",
+            path=f".memoryrail/memories/20260301-bulk-{n}.md",
+            blob_sha="0" * 40,
+            created=base.created,
+            updated=base.updated,
+            added_at=base.added_at,
+        )
+        for n in range(count)
+    )
+
+
+def test_it_rerenders_a_refused_batch_on_the_page_sort_and_filters_it_was_sent_from(
+    client, reviewer_user, repository
+):
+    _bulk_attempts(repository, 60)
+    key = proposal(repository, SECRET)
+    client.force_login(reviewer_user)
+    shown = {"type": "attempt", "sort": "-title", "page": "2"}
+    queue = client.get(reverse("review-queue", args=["alpha"]), shown)
+    html = queue.content.decode()
+    action = re.search(r'<form method="post" action="([^"]+)" id="batch-form">', html)[1]
+    assert parse_qs(urlsplit(unescape(action)).query) == {k: [v] for k, v in shown.items()}
+    on_page = [m.pk for m in queue.context["page"].object_list[:2]]
+    data = {"proposals": [*on_page, key.pk], "action": "approve", "comment": "Ship it"}
+    response = client.post(unescape(action), data)  # the secret one refuses without a reason
+    assert response.status_code == 400 and not Decision.objects.exists()
+    page = response.context["page"]
+    assert page.number == 2 and page.paginator.count == 61
+    titles = [m.title for m in page.object_list]
+    assert titles == sorted(titles, reverse=True) and all(t.startswith("Bulk") for t in titles)
+    body = response.content.decode()
+    assert all(f'value="{pk}" id="p-{pk}" aria-label="Select' in body for pk in on_page)
+    assert body.count(" checked>") == 2 and "Ship it</textarea>" in body
+    # Links and the filter bar lead back to the queue, not to the batch URL the page is at.
+    queue_url = reverse("review-queue", args=["alpha"])
+    assert f'<form method="get" action="{queue_url}"' in body
+    assert f'href="{queue_url}?type=attempt&amp;sort=-title&amp;page=1"' in body
+    assert 'aria-sort="descending"' in body
+
+
+def test_it_sorts_the_queue_and_the_history_by_their_headers(client, reviewer_user, repository):
+    from tests.memoryadmin.test_sort_headers import assert_sortable
+
+    _bulk_attempts(repository, 3)
+    client.force_login(reviewer_user)
+    queue = assert_sortable(client, reverse("review-queue", args=["alpha"]), {"type": "attempt"})
+    assert set(queue) == {"Type", "Title", "Age"}
+    memory = Memory.objects.filter(memory_id__startswith="20260301-bulk").first()
+    proposal_reject(actor=Actor(user=reviewer_user), memory=memory, comment="not needed")
+    history = assert_sortable(
+        client, reverse("review-history", args=["alpha"]), {"reviewer": "rita"}
+    )
+    assert set(history) == {"When", "Decision", "Push"}
+    assert history["When"]["sort"] == "descending"
