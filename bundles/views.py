@@ -39,15 +39,26 @@ from memoryadmin.web import team_view
 @team_view(Action.VIEW)
 def brain(request: HttpRequest) -> HttpResponse:
     team = request.team  # type: ignore[attr-defined]
-    chunks = listing(request, ChunkFilterSet, selectors.chunk_rows(team), per_page=25, team=team)
-    if wants_csv(request) and not chunks.invalid:
-        return chunks.csv()
+    if wants_csv(request):
+        chunks = listing(request, ChunkFilterSet, selectors.chunk_rows(team), team=team)
+        if not chunks.invalid:
+            return chunks.csv()
+    # The embedding progress counts the live chunks; unfiltered, the pager shows that count.
+    embeddings = embedding_status(team)
+    chunks = listing(
+        request,
+        ChunkFilterSet,
+        selectors.chunk_rows(team),
+        per_page=25,
+        team=team,
+        unfiltered_count=embeddings["total"],
+    )
     return render(
         request,
         "bundles/brain.html",
         {
             "summary": selectors.brain_summary(team),
-            "embeddings": embedding_status(team),
+            "embeddings": embeddings,
             "events": selectors.recent_bundle_events(team),
             "jobs": selectors.recent_jobs(team),
             "runs": selectors.recent_runs(team),

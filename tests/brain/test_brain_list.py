@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import tracemalloc
 
 import pytest
@@ -56,6 +57,46 @@ def test_it_filters_sorts_and_counts_the_chunks(client, viewer_user, team, other
     assert refused.status_code == 400
     assert "Fix the filter" in refused.content.decode()
     assert refused.context["page"].paginator.count == 0
+
+
+def test_it_reads_the_brain_page_in_as_many_queries_for_one_chunk_as_for_two_pages(
+    client, viewer_user, team
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(viewer_user)
+    url = reverse("brain", args=[team.slug])
+
+    def queries() -> list[str]:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url).status_code == 200
+        return [q["sql"] for q in captured.captured_queries]
+
+    _chunks(team, 1)
+    queries()  # the first read also looks up, once per process, which vector column exists
+    one = queries()
+    _chunks(team, 49, start=1)
+    fifty = queries()
+    assert len(one) == len(fifty)
+    live = re.compile(
+        r'SELECT COUNT\(\*\) .* FROM "bundles_chunk" WHERE '
+        r'\(NOT "bundles_chunk"."is_deleted" AND "bundles_chunk"."team_id" = \d+\)$'
+    )
+    live_counts = [sql for sql in fifty if live.match(sql)]
+    assert len(live_counts) == 1, "\n".join(live_counts)  # the pager and the embedding progress share it
+
+
+def test_it_counts_the_filtered_chunks_in_the_pager_not_the_whole_brain(
+    client, viewer_user, team
+):
+    _chunks(team, 3)
+    _chunks(team, 1, start=10, content="Rollback runbook", memory_type="procedure")
+    client.force_login(viewer_user)
+    response = client.get(reverse("brain", args=[team.slug]), {"type": "procedure"})
+    html = response.content.decode()
+    assert "Page 1 of 1 · 1\u20131 of 1" in html
+    assert response.context["embeddings"]["total"] == 4
 
 
 def test_it_shows_where_the_pager_is_with_thousands(client, viewer_user, team):
