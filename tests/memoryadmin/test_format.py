@@ -66,6 +66,34 @@ def test_when_names_the_zone(settings):
         assert when(NOW) == "2026-03-01 15:05 CET"
 
 
+def test_when_has_a_seconds_and_a_date_form():
+    assert when(NOW, "seconds") == "2026-03-01 14:05:30 UTC"
+    assert when(NOW, "date") == "2026-03-01"
+    assert when(None) == "" and when("2026-03-01") == ""
+
+
+def _moment(value, form: str = "") -> str:  # type: ignore[no-untyped-def]
+    source = "{% load memoryadmin_format %}{{ t|moment" + (f':"{form}"' if form else "") + " }}"
+    return Template(source).render(Context({"t": value}))
+
+
+def test_moment_is_a_time_element_with_its_zone_and_how_long_ago_within_a_day():
+    now = timezone.now().replace(microsecond=0)
+    recent = _moment(now - timedelta(minutes=3))
+    assert recent.startswith(f'<time datetime="{(now - timedelta(minutes=3)).isoformat()}">')
+    assert " UTC</time> <small class=\"ago\">(3 minutes ago)</small>" in recent
+    assert "(in 2 hours)" in _moment(now + timedelta(hours=2, seconds=5))
+    old = _moment(NOW)
+    assert old == f'<time datetime="{NOW.isoformat()}">2026-03-01 14:05 UTC</time>'
+    assert _moment(NOW, "date") == (
+        f'<time datetime="{NOW.isoformat()}" title="2026-03-01 14:05 UTC">2026-03-01</time>'
+    )
+    assert ">3 hours ago</time>" in _moment(now - timedelta(hours=3), "ago")
+    assert 'title="2026-03-01 14:05 UTC"' in _moment(NOW, "ago")
+    never = Template('{% load memoryadmin_format %}{{ t|moment|default:"never" }}')
+    assert never.render(Context({"t": None})) == "never"
+
+
 def test_tally_never_shows_a_python_repr():
     assert tally({"inserted": 3, "already_present": 1}) == "3 inserted, 1 already present"
     assert tally({}) == "nothing"
