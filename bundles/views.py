@@ -25,7 +25,7 @@ from bundles.imports import (
     parse_bundle,
     propose_target,
 )
-from bundles.models import ImportJob
+from bundles.models import ImportJob, ImportRun
 from bundles.services.exports import ExportRequest, bundle_export_json
 from bundles.uploads import new_scratch_file
 from formats import memoryai as protocol
@@ -33,6 +33,8 @@ from memoryadmin.audit import Actor
 from memoryadmin.listing import listing, wants_csv
 from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import team_view
+
+RECENT_RUNS = 10  # the imports the Brain page lists with their undo links
 
 
 @require_GET
@@ -53,15 +55,17 @@ def brain(request: HttpRequest) -> HttpResponse:
         team=team,
         unfiltered_count=embeddings["total"],
     )
+    runs = selectors.recent_runs(team, limit=RECENT_RUNS)
+    events = _mark_unrecorded_imports(team, list(selectors.recent_bundle_events(team)), runs)
     return render(
         request,
         "bundles/brain.html",
         {
             "summary": selectors.brain_summary(team),
             "embeddings": embeddings,
-            "events": selectors.recent_bundle_events(team),
+            "events": events,
             "jobs": selectors.recent_jobs(team),
-            "runs": selectors.recent_runs(team),
+            "runs": runs,
             "page": selectors.chunk_page_masked(chunks.page),
             "listing": chunks,
             "can_import": user_can(request.user, team, Action.MANAGE),
@@ -70,6 +74,29 @@ def brain(request: HttpRequest) -> HttpResponse:
         },
         status=chunks.status,
     )
+
+
+def _mark_unrecorded_imports(team, events: list, runs: list) -> list:  # type: ignore[no-untyped-def]
+    """Mark the imports made before imports were recorded (ImportRun): nothing says what they
+    inserted, so they cannot be undone, and the page says so where the undo link would be.
+    Every import since writes its run in its own transaction, before its audit event, so an
+    import older than the team's first run has none. `runs` is the newest few: when it is all
+    of them its oldest is the first; otherwise one query asks."""
+    imports = [e for e in events if e.action == "bundle.import"]
+    if not imports:
+        return events
+    if len(runs) < RECENT_RUNS:
+        first = runs[-1].created_at if runs else None
+    else:
+        first = (
+            ImportRun.objects.filter(team=team)
+            .order_by("created_at")
+            .values_list("created_at", flat=True)
+            .first()
+        )
+    for event in imports:
+        event.unrecorded = first is None or event.created_at < first
+    return events
 
 
 @require_POST

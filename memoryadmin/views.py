@@ -136,8 +136,15 @@ def _team_create_with_admin(request: HttpRequest, data: dict) -> Team:
 @team_view(Action.VIEW)
 def team_home(request: HttpRequest) -> HttpResponse:
     from memoryadmin.dashboard import team_dashboard
+    from reviews.models import Repository
 
-    return render(request, "memoryadmin/team_home.html", team_dashboard(request.team))
+    context = team_dashboard(request.team)
+    # A new team's card says what fills it: no repository yet is not "0 proposals waiting".
+    # Asked only when the queue is empty and nothing was decided lately (a busy team has one).
+    reviews = context.get("reviews")
+    if reviews and not reviews["queue_size"] and not any(w["total"] for w in reviews["weeks"]):
+        context["has_repositories"] = Repository.objects.filter(team=request.team).exists()
+    return render(request, "memoryadmin/team_home.html", context)
 
 
 # The "Agent token" preset of the Tokens page: what an agent needs to read and to propose.

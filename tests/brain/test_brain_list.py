@@ -84,12 +84,12 @@ def test_it_reads_the_brain_page_in_as_many_queries_for_one_chunk_as_for_two_pag
         r'\(NOT "bundles_chunk"."is_deleted" AND "bundles_chunk"."team_id" = \d+\)$'
     )
     live_counts = [sql for sql in fifty if live.match(sql)]
-    assert len(live_counts) == 1, "\n".join(live_counts)  # the pager and the embedding progress share it
+    assert len(live_counts) == 1, "\n".join(
+        live_counts
+    )  # the pager and the embedding progress share it
 
 
-def test_it_counts_the_filtered_chunks_in_the_pager_not_the_whole_brain(
-    client, viewer_user, team
-):
+def test_it_counts_the_filtered_chunks_in_the_pager_not_the_whole_brain(client, viewer_user, team):
     _chunks(team, 3)
     _chunks(team, 1, start=10, content="Rollback runbook", memory_type="procedure")
     client.force_login(viewer_user)

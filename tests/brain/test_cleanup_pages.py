@@ -93,3 +93,40 @@ def test_it_deletes_and_undoes_over_the_api(team, other_team, token_client):
     assert outsider.delete(f"/api/brain/chunks/{dna.pk}/").status_code == 404
     bad = client.delete(f"/api/brain/chunks/{dna.pk}/?confirm_dna=yes")
     assert bad.status_code == 400
+
+
+def test_it_says_an_import_from_before_import_records_cannot_be_undone(
+    client, admin_user, viewer_user, team
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memoryadmin.audit import audit_record
+    from memoryadmin.models import AuditEvent
+
+    # What an import left before ImportRun existed: its audit event and nothing else.
+    audit_record(
+        actor=Actor.system(),
+        action="bundle.import",
+        team=team,
+        summary="Imported a bundle (upload): 3 chunks inserted",
+        data={"source": "upload", "success": True},
+    )
+    old = AuditEvent.objects.get(team=team, action="bundle.import")
+    client.force_login(admin_user)
+    page = client.get(reverse("brain", args=["alpha"])).content.decode()
+    assert page.count("Cannot be undone: this import was made before") == 1
+    run = _import(team, chunk(1, "A new fact"))
+    assert run.created_at > old.created_at
+    page = client.get(reverse("brain", args=["alpha"])).content.decode()
+    assert page.count("Cannot be undone: this import was made before") == 1  # the old one only
+    assert reverse("brain-import-undo", args=["alpha", run.pk]) in page
+    # More runs than the page lists: the team's first run is asked for, with the same answer.
+    for n in range(10):
+        ImportRun.objects.create(team=team, created_at=timezone.now() + timedelta(seconds=n))
+    page = client.get(reverse("brain", args=["alpha"])).content.decode()
+    assert page.count("Cannot be undone: this import was made before") == 1
+    client.force_login(viewer_user)  # a viewer cannot undo anything: no note for them
+    page = client.get(reverse("brain", args=["alpha"])).content.decode()
+    assert "Cannot be undone" not in page
