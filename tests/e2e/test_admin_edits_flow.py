@@ -78,6 +78,17 @@ def test_it_edits_tests_disables_and_deletes_a_repository(
     assert_fits(page)
     page.get_by_role("button", name="Delete app-memory").click()
     expect(page.get_by_text("Deleted app-memory")).to_be_visible()
+
+    # The empty list says what goes there; adding tests the remote before anything is saved.
+    page.goto(f"/t/{team.slug}/reviews/repositories/")
+    expect(page.locator("main")).to_contain_text("No repositories yet. A repository is a git")
+    page.locator("main").get_by_role("link", name="Add a repository").first.click()
+    page.get_by_label("Name", exact=True).fill("app")
+    page.get_by_label("Remote URL").fill(remote.url)
+    page.get_by_role("button", name="Test the remote").click()
+    expect(page.get_by_text("Test passed: branch main is at")).to_be_visible()
+    assert not Repository.objects.filter(team=team).exists()
+    shot(page, "repository-add")
     assert not Repository.objects.exists()
 
 
