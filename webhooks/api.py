@@ -21,10 +21,12 @@ from memoryadmin.models import Scope
 from webhooks import selectors
 from webhooks.models import WebhookEndpoint
 from webhooks.serializers import (
+    DeliverySerializer,
     EndpointInputSerializer,
     EndpointSerializer,
     EndpointWithSecretSerializer,
     RotateInputSerializer,
+    TestSentSerializer,
 )
 from webhooks.services import endpoints
 
@@ -175,3 +177,49 @@ class EndpointRotate(APIView):
             overlap_hours=body.validated_data.get("overlap_hours"),
         )
         return _no_store(Response(_with_secret(endpoint, secret)))
+
+
+class EndpointTest(APIView):
+    permission_classes = [HasScope]
+    required_scopes = {"POST": MANAGE}
+
+    @extend_schema(
+        summary="Send a test event to a webhook endpoint",
+        description="Posts a signed `ping` event now, through the same address guard and "
+        "signing as every delivery, and answers what the receiver said (`code`, `status`, "
+        "`message`). The delivery is in the endpoint's deliveries; a test is not retried. "
+        "A disabled endpoint answers 409 `endpoint-disabled`.",
+        request=None,
+        responses={200: TestSentSerializer, **error_responses(*AUTH_ERRORS, 404, 409)},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        sent = endpoints.endpoint_test(
+            actor=Actor.from_request(request), endpoint=_endpoint(request, pk)
+        )
+        body = {
+            "succeeded": sent.succeeded,
+            "code": sent.code,
+            "status": sent.status,
+            "message": sent.message,
+            "delivery": DeliverySerializer(sent.delivery).data,
+        }
+        return Response(body)
+
+
+class EndpointEndOverlap(APIView):
+    permission_classes = [HasScope]
+    required_scopes = {"POST": MANAGE}
+
+    @extend_schema(
+        summary="End a rotated secret's overlap now",
+        description="Drops the previous secret before its overlap ends: from the next delivery "
+        "on only the current secret signs (no `X-Memoryadmin-Signature-Previous`). 409 "
+        "`no-overlap` when no previous secret is signing.",
+        request=None,
+        responses={200: EndpointSerializer, **error_responses(*AUTH_ERRORS, 404, 409)},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        endpoint = endpoints.endpoint_end_overlap(
+            actor=Actor.from_request(request), endpoint=_endpoint(request, pk)
+        )
+        return Response(EndpointSerializer(endpoint).data)

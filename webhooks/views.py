@@ -9,7 +9,6 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from memoryadmin.audit import Actor
@@ -87,7 +86,7 @@ def _detail(request: HttpRequest, endpoint: WebhookEndpoint, **extra: Any) -> Ht
         "page": page,
         "listing": result,
         "polling": polling,
-        "now": timezone.now(),
+        "overlap": endpoints.overlap_active(endpoint),
         **extra,
     }
     status = 200 if request.method == "POST" else result.status
@@ -160,13 +159,36 @@ def endpoint_delete(request: HttpRequest, endpoint_id: int) -> HttpResponse:
 @require_POST
 @team_view(Action.MANAGE)
 def endpoint_ping(request: HttpRequest, endpoint_id: int) -> HttpResponse:
+    """Send a signed test event now and say what the receiver answered."""
     endpoint = _endpoint(request, endpoint_id)
     try:
-        endpoints.endpoint_ping(actor=Actor.from_request(request), endpoint=endpoint)
+        sent = endpoints.endpoint_test(actor=Actor.from_request(request), endpoint=endpoint)
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
     else:
-        messages.success(request, "Test event queued; its delivery appears below.")
+        if sent.succeeded:
+            messages.success(request, f"Test event sent. {sent.message}")
+        else:
+            messages.error(request, f"Test event failed. {sent.message}")
+    return redirect("webhook-detail", team_slug=request.team.slug, endpoint_id=endpoint.pk)
+
+
+@require_http_methods(["GET", "POST"])
+@team_view(Action.MANAGE)
+def endpoint_end_overlap(request: HttpRequest, endpoint_id: int) -> HttpResponse:
+    """GET: what ending the overlap does. POST: drop the previous secret now."""
+    endpoint = _endpoint(request, endpoint_id)
+    if request.method == "GET":
+        if not endpoints.overlap_active(endpoint):
+            messages.info(request, "No previous secret is signing: there is no overlap to end.")
+            return redirect("webhook-detail", team_slug=request.team.slug, endpoint_id=endpoint.pk)
+        return render(request, "webhooks/endpoint_end_overlap.html", {"endpoint": endpoint})
+    try:
+        endpoints.endpoint_end_overlap(actor=Actor.from_request(request), endpoint=endpoint)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, "Overlap ended: only the current secret signs deliveries.")
     return redirect("webhook-detail", team_slug=request.team.slug, endpoint_id=endpoint.pk)
 
 
