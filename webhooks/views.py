@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -161,15 +162,25 @@ def endpoint_delete(request: HttpRequest, endpoint_id: int) -> HttpResponse:
 def endpoint_ping(request: HttpRequest, endpoint_id: int) -> HttpResponse:
     """Send a signed test event now and say what the receiver answered."""
     endpoint = _endpoint(request, endpoint_id)
-    try:
+
+    def send() -> tuple[int, str]:
         sent = endpoints.endpoint_test(actor=Actor.from_request(request), endpoint=endpoint)
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-    else:
         if sent.succeeded:
-            messages.success(request, f"Test event sent. {sent.message}")
-        else:
-            messages.error(request, f"Test event failed. {sent.message}")
+            return messages.SUCCESS, f"Test event sent. {sent.message}"
+        return messages.ERROR, f"Test event failed. {sent.message}"
+
+    return _back_to_endpoint(request, endpoint, send)
+
+
+def _back_to_endpoint(
+    request: HttpRequest, endpoint: WebhookEndpoint, act: Callable[[], tuple[int, str]]
+) -> HttpResponse:
+    """Make one service call, then show its message (or its refusal's) on the endpoint's page."""
+    try:
+        level, text = act()
+    except ValidationError as exc:
+        level, text = messages.ERROR, " ".join(exc.messages)
+    messages.add_message(request, level, text)
     return redirect("webhook-detail", team_slug=request.team.slug, endpoint_id=endpoint.pk)
 
 
@@ -183,13 +194,12 @@ def endpoint_end_overlap(request: HttpRequest, endpoint_id: int) -> HttpResponse
             messages.info(request, "No previous secret is signing: there is no overlap to end.")
             return redirect("webhook-detail", team_slug=request.team.slug, endpoint_id=endpoint.pk)
         return render(request, "webhooks/endpoint_end_overlap.html", {"endpoint": endpoint})
-    try:
+
+    def end() -> tuple[int, str]:
         endpoints.endpoint_end_overlap(actor=Actor.from_request(request), endpoint=endpoint)
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-    else:
-        messages.success(request, "Overlap ended: only the current secret signs deliveries.")
-    return redirect("webhook-detail", team_slug=request.team.slug, endpoint_id=endpoint.pk)
+        return messages.SUCCESS, "Overlap ended: only the current secret signs deliveries."
+
+    return _back_to_endpoint(request, endpoint, end)
 
 
 @require_POST
@@ -199,10 +209,9 @@ def delivery_redeliver(request: HttpRequest, endpoint_id: int, delivery_id: int)
     delivery = get_object_or_404(
         WebhookDelivery.objects.select_related("endpoint"), pk=delivery_id, endpoint=endpoint
     )
-    try:
+
+    def redeliver() -> tuple[int, str]:
         delivery_service.delivery_redeliver(actor=Actor.from_request(request), delivery=delivery)
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-    else:
-        messages.success(request, "Redelivery queued.")
-    return redirect("webhook-detail", team_slug=request.team.slug, endpoint_id=endpoint.pk)
+        return messages.SUCCESS, "Redelivery queued."
+
+    return _back_to_endpoint(request, endpoint, redeliver)
