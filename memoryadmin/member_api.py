@@ -5,16 +5,17 @@ same filters as the members and invitations pages (one FilterSet each)."""
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
+from typing import Any
+
 from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_view
-from rest_framework import generics, serializers, status
+from rest_framework import generics, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memoryadmin import invitations, services
 from memoryadmin.api import HasScope, TeamFilterBackend, request_team
 from memoryadmin.api_errors import AUTH_ERRORS, error_responses
-from memoryadmin.audit import Actor
+from memoryadmin.api_views import CreateByService, DestroyByService, ShownOnce, UpdateByService
 from memoryadmin.filters import InvitationFilterSet, MemberFilterSet
 from memoryadmin.member_views import invite_link
 from memoryadmin.models import Invitation, Membership, Role, Scope
@@ -95,77 +96,54 @@ class MemberList(generics.ListAPIView):
         return Membership.objects.filter(team=team).select_related("user").order_by("id")
 
 
-class MemberDetail(generics.GenericAPIView):
-    permission_classes = [HasScope]
+@extend_schema_view(
+    patch=extend_schema(
+        summary="Change a member's role",
+        description="A demotion narrows the member's personal tokens and revokes none. 400 "
+        "when it would leave the team without an admin.",
+        request=MemberRoleSerializer,
+        responses={200: MemberSerializer, **error_responses(*AUTH_ERRORS, 400, 404)},
+    ),
+    delete=extend_schema(
+        summary="Remove a member",
+        description="Ends their access to the team; their personal tokens on this team are "
+        "revoked in the same transaction (a `token.revoke` event each, reason "
+        "`member-removed`). 400 for the last admin.",
+        responses={204: None, **error_responses(*AUTH_ERRORS, 400, 404)},
+    ),
+)
+class MemberDetail(UpdateByService, DestroyByService, generics.GenericAPIView):
     required_scopes = MANAGE
     serializer_class = MemberSerializer
+    team_objects = Membership
+    update_input = MemberRoleSerializer
+    update_partial = False  # the role is the one thing to change
 
-    def get_object(self) -> Membership:  # type: ignore[override]
-        team = request_team(self.request)
-        return get_object_or_404(
-            Membership.objects.select_related("user"), pk=self.kwargs["pk"], team=team
-        )
+    def team_queryset(self):  # type: ignore[no-untyped-def]
+        return super().team_queryset().select_related("user")
 
     @extend_schema(
         summary="One member",
         responses={200: MemberSerializer, **error_responses(*AUTH_ERRORS, 404)},
     )
     def get(self, request: Request, pk: int) -> Response:
-        return Response(MemberSerializer(self.get_object()).data)
+        return self.answer(self.team_object())
 
-    @extend_schema(
-        summary="Change a member's role",
-        description="A demotion narrows the member's personal tokens and revokes none. 400 "
-        "when it would leave the team without an admin.",
-        request=MemberRoleSerializer,
-        responses={200: MemberSerializer, **error_responses(*AUTH_ERRORS, 400, 404)},
-    )
-    def patch(self, request: Request, pk: int) -> Response:
-        membership = self.get_object()
-        body = MemberRoleSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        membership = services.membership_set(
-            actor=Actor.from_request(request),
-            team=membership.team,
-            user=membership.user,
-            role=body.validated_data["role"],
+    def update(self, membership: Membership, data: dict[str, Any]) -> Membership:
+        return services.membership_set(
+            actor=self.actor, team=membership.team, user=membership.user, role=data["role"]
         )
-        return Response(MemberSerializer(membership).data)
 
-    @extend_schema(
-        summary="Remove a member",
-        description="Ends their access to the team; their personal tokens on this team are "
-        "revoked in the same transaction (a `token.revoke` event each, reason "
-        "`member-removed`). 400 for the last admin.",
-        responses={204: None, **error_responses(*AUTH_ERRORS, 400, 404)},
-    )
-    def delete(self, request: Request, pk: int) -> Response:
-        services.membership_remove(actor=Actor.from_request(request), membership=self.get_object())
-        return Response(status=status.HTTP_204_NO_CONTENT)
+    def destroy(self, membership: Membership) -> None:
+        services.membership_remove(actor=self.actor, membership=membership)
 
 
 @extend_schema_view(
     get=extend_schema(
         summary="List the team's invitations",
         responses={200: InvitationSerializer(many=True), **error_responses(*AUTH_ERRORS, 400)},
-    )
-)
-class InvitationList(generics.ListAPIView):
-    permission_classes = [HasScope]
-    required_scopes = MANAGE
-    serializer_class = InvitationSerializer
-    queryset = Invitation.objects.none()  # the schema's model; get_queryset is the team's
-    filter_backends = [TeamFilterBackend]
-    filterset_class = InvitationFilterSet  # the invitations page's
-
-    def get_queryset(self):  # type: ignore[no-untyped-def]
-        return (
-            Invitation.objects.filter(team=request_team(self.request))
-            .select_related("invited_by", "accepted_by")
-            .order_by("-created_at", "-id")
-        )
-
-    @extend_schema(
+    ),
+    post=extend_schema(
         summary="Invite someone by e-mail",
         description="E-mails the accept link and answers it once, in `link` (only its hash is "
         "stored). 409 `invitation-pending` when the address has a pending invitation, "
@@ -179,44 +157,54 @@ class InvitationList(generics.ListAPIView):
                 request_only=True,
             )
         ],
-    )
-    def post(self, request: Request) -> Response:
-        body = InvitationCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        invitation, link = invitations.invitation_create(
-            actor=Actor.from_request(request),
-            team=request_team(request),
-            email=body.validated_data["email"],
-            role=body.validated_data["role"],
-            link=invite_link(request),
-        )
-        data = InvitationCreatedSerializer(invitation).data | {"link": link}
-        return Response(data, status=status.HTTP_201_CREATED, headers={"Cache-Control": "no-store"})
-
-
-class InvitationDetail(generics.GenericAPIView):
-    permission_classes = [HasScope]
+    ),
+)
+class InvitationList(CreateByService, generics.ListAPIView):
     required_scopes = MANAGE
     serializer_class = InvitationSerializer
+    queryset = Invitation.objects.none()  # the schema's model; get_queryset is the team's
+    filter_backends = [TeamFilterBackend]
+    filterset_class = InvitationFilterSet  # the invitations page's
+    create_input = InvitationCreateSerializer
+    create_output = InvitationCreatedSerializer
 
-    def get_object(self) -> Invitation:  # type: ignore[override]
-        return get_object_or_404(Invitation, pk=self.kwargs["pk"], team=request_team(self.request))
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return (
+            Invitation.objects.filter(team=self.team)
+            .select_related("invited_by", "accepted_by")
+            .order_by("-created_at", "-id")
+        )
+
+    def create(self, data: dict[str, Any]) -> ShownOnce:
+        invitation, link = invitations.invitation_create(
+            actor=self.actor,
+            team=self.team,
+            email=data["email"],
+            role=data["role"],
+            link=invite_link(self.request),
+        )
+        return ShownOnce(invitation, {"link": link})
+
+
+@extend_schema_view(
+    delete=extend_schema(
+        summary="Revoke a pending invitation",
+        description="Its link stops working. 409 `invitation-accepted`, `invitation-revoked` "
+        "or `invitation-expired` when it is not pending.",
+        responses={204: None, **error_responses(*AUTH_ERRORS, 404, 409)},
+    ),
+)
+class InvitationDetail(DestroyByService, generics.GenericAPIView):
+    required_scopes = MANAGE
+    serializer_class = InvitationSerializer
+    team_objects = Invitation
 
     @extend_schema(
         summary="One invitation",
         responses={200: InvitationSerializer, **error_responses(*AUTH_ERRORS, 404)},
     )
     def get(self, request: Request, pk: int) -> Response:
-        return Response(InvitationSerializer(self.get_object()).data)
+        return self.answer(self.team_object())
 
-    @extend_schema(
-        summary="Revoke a pending invitation",
-        description="Its link stops working. 409 `invitation-accepted`, `invitation-revoked` "
-        "or `invitation-expired` when it is not pending.",
-        responses={204: None, **error_responses(*AUTH_ERRORS, 404, 409)},
-    )
-    def delete(self, request: Request, pk: int) -> Response:
-        invitations.invitation_revoke(
-            actor=Actor.from_request(request), invitation=self.get_object()
-        )
-        return Response(status=status.HTTP_204_NO_CONTENT)
+    def destroy(self, invitation: Invitation) -> None:
+        invitations.invitation_revoke(actor=self.actor, invitation=invitation)

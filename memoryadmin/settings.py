@@ -341,6 +341,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Sources, reviews and MemoryAI bundles for a team's agent memory.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # One area tag per operation and the introduction from the scope registry.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "memoryadmin.api_docs.areas_and_introduction",
+    ],
     # Never a CDN; the docs template loads our patched copy of Redoc (memoryadmin/redoc.py).
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryadmin import tokens as token_services
-from memoryadmin.api import HasScope, request_team
 from memoryadmin.api_errors import AUTH_ERRORS, error_responses
-from memoryadmin.audit import Actor
+from memoryadmin.api_views import CreateByService, ShownOnce, TeamWriteView
 from memoryadmin.models import ApiToken, Scope
 
 
@@ -64,24 +62,8 @@ class TokenCreatedSerializer(TokenSerializer):
         fields = [*TokenSerializer.Meta.fields, "secret"]
 
 
-def _created(token: ApiToken, secret: str) -> dict[str, Any]:
-    return {**TokenSerializer(token).data, "secret": secret}
-
-
-class TokenListView(APIView):
-    permission_classes = [HasScope]
-    required_scopes = {"GET": Scope.TEAM_MANAGE, "POST": Scope.TEAM_MANAGE}
-
-    @extend_schema(
-        summary="The team's API tokens",
-        description="Every token of the team, newest first: never a secret nor its hash.",
-        responses={200: TokenSerializer(many=True), **error_responses(*AUTH_ERRORS)},
-    )
-    def get(self, request: Request) -> Response:
-        tokens = ApiToken.objects.filter(team=request_team(request)).select_related("created_by")
-        return Response(TokenSerializer(tokens, many=True).data)
-
-    @extend_schema(
+@extend_schema_view(
+    post=extend_schema(
         summary="Create an API token (its secret is shown once)",
         description="A signed-in admin's token is personal; a token with `team:manage` creates "
         "a token of its own kind for its own person and can grant only scopes it holds "
@@ -89,25 +71,38 @@ class TokenListView(APIView):
         "exists in clear.",
         request=TokenCreateSerializer,
         responses={201: TokenCreatedSerializer, **error_responses(400, *AUTH_ERRORS)},
+    ),
+)
+class TokenListView(CreateByService, APIView):
+    required_scopes = {"GET": Scope.TEAM_MANAGE, "POST": Scope.TEAM_MANAGE}
+    serializer_class = TokenSerializer
+    create_input = TokenCreateSerializer
+
+    @extend_schema(
+        summary="The team's API tokens",
+        description="Every token of the team, newest first: never a secret nor its hash.",
+        responses={200: TokenSerializer(many=True), **error_responses(*AUTH_ERRORS)},
     )
-    def post(self, request: Request) -> Response:
-        body = TokenCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+    def get(self, request: Request) -> Response:
+        tokens = ApiToken.objects.filter(team=self.team).select_related("created_by")
+        return Response(TokenSerializer(tokens, many=True).data)
+
+    def create(self, data: dict[str, Any]) -> ShownOnce:
         token, secret = token_services.token_create(
-            actor=Actor.from_request(request),
-            team=request_team(request),
-            name=body.validated_data["name"],
-            scopes=body.validated_data["scopes"],
-            expires_days=body.validated_data.get("expires_days"),
+            actor=self.actor,
+            team=self.team,
+            name=data["name"],
+            scopes=data["scopes"],
+            expires_days=data.get("expires_days"),
         )
-        response = Response(_created(token, secret), status=201)
-        response["Cache-Control"] = "no-store"
-        return response
+        return ShownOnce(token, {"secret": secret})
 
 
-class TokenDetailView(APIView):
-    permission_classes = [HasScope]
+class TokenDetailView(TeamWriteView, APIView):
     required_scopes = {"DELETE": Scope.TEAM_MANAGE}
+    serializer_class = TokenSerializer
+    team_objects = ApiToken
+    object_kwarg = "token_id"
 
     @extend_schema(
         summary="Revoke an API token",
@@ -116,6 +111,5 @@ class TokenDetailView(APIView):
         responses={200: TokenSerializer, **error_responses(404, *AUTH_ERRORS)},
     )
     def delete(self, request: Request, token_id: int) -> Response:
-        token = get_object_or_404(ApiToken, pk=token_id, team=request_team(request))
-        token = token_services.token_revoke(actor=Actor.from_request(request), token=token)
-        return Response(TokenSerializer(token).data)
+        token = token_services.token_revoke(actor=self.actor, token=self.team_object())
+        return self.answer(token)

@@ -8,6 +8,7 @@ import logging
 import random
 import time
 from datetime import datetime, timedelta
+from http import HTTPStatus
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -66,6 +67,11 @@ def backoff_seconds(attempts: int, retry_after: int | None = None) -> float:
     return delay
 
 
+def lease_seconds() -> float:
+    """How long a claimed attempt is left alone before the sweep takes it as lost."""
+    return float(settings.WEBHOOK_DELIVERY_DEADLINE) + 30
+
+
 def _claim(delivery_id: int, now: datetime, lease_seconds: float) -> bool:
     """Compare-and-set: exactly one worker takes a due attempt; the lease covers a crash."""
     return bool(
@@ -75,27 +81,60 @@ def _claim(delivery_id: int, now: datetime, lease_seconds: float) -> bool:
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class AttemptOutcome:
+    """One attempt made: what the transport answered and the delivery's state after it."""
+
+    delivery_id: int
+    result: AttemptResult
+    state: str
+
+
 def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> str | None:
     """Make the attempt that is due; return the new state, or None when none was due.
 
     Idempotent: a duplicate task, or one for a finished delivery, claims nothing and returns None.
     """
+    outcome = attempt_make(delivery_id=delivery_id, now=now)
+    return outcome.state if outcome else None
+
+
+def attempt_make(
+    *, delivery_id: int, now: datetime | None = None, retry: bool = True
+) -> AttemptOutcome | None:
+    """Claim the attempt that is due and make it; None when none was due."""
+    now = now or timezone.now()
+    if not _claim(delivery_id, now, lease_seconds=lease_seconds()):
+        return None
+    return attempt_claimed(delivery_id=delivery_id, now=now, retry=retry)
+
+
+def attempt_claimed(
+    *, delivery_id: int, now: datetime | None = None, retry: bool = True
+) -> AttemptOutcome:
+    """The attempt of a delivery this caller holds the claim of: the signed POST through the
+    address guard, then the record. `retry=False` ends the delivery at its first failure (a
+    test send answers the person now, not in an hour)."""
     now = now or timezone.now()
     timeout = float(settings.WEBHOOK_HTTP_TIMEOUT)
     deadline = float(settings.WEBHOOK_DELIVERY_DEADLINE)
-    if not _claim(delivery_id, now, lease_seconds=deadline + 30):
-        return None
     delivery = WebhookDelivery.objects.select_related("endpoint").get(pk=delivery_id)
     endpoint = delivery.endpoint
     secret = previous = ""
     if not endpoint.is_active:
-        result = AttemptResult(None, "The endpoint is disabled.", 0, retryable=False)
+        result = AttemptResult(
+            None, "The endpoint is disabled.", 0, retryable=False, code="endpoint-disabled"
+        )
     else:
         try:
             secret = crypto.decrypt(endpoint.secret_encrypted)
         except ValueError:
             result = AttemptResult(
-                None, "The secret cannot be decrypted; rotate it.", 0, retryable=False
+                None,
+                "The secret cannot be decrypted; rotate it.",
+                0,
+                retryable=False,
+                code="secret-undecryptable",
             )
         else:
             previous = _previous_secret(endpoint, now)
@@ -108,8 +147,9 @@ def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> str | 
             result = _post(
                 url=endpoint.url, body=body, headers=headers, timeout=timeout, deadline=deadline
             )
-    result = dataclasses.replace(result, error=_scrub(result.error, previous))
-    return _attempt_record(delivery=delivery, result=result, secret=secret)
+    result = dataclasses.replace(result, error=_scrub(_scrub(result.error, previous), secret))
+    state = _attempt_record(delivery=delivery, result=result, retry=retry)
+    return AttemptOutcome(delivery_id=delivery.pk, result=result, state=state)
 
 
 def _previous_secret(endpoint: WebhookEndpoint, now: datetime) -> str:
@@ -124,10 +164,10 @@ def _previous_secret(endpoint: WebhookEndpoint, now: datetime) -> str:
 
 
 @transaction.atomic
-def _attempt_record(*, delivery: WebhookDelivery, result: AttemptResult, secret: str) -> str:
+def _attempt_record(*, delivery: WebhookDelivery, result: AttemptResult, retry: bool) -> str:
     finished = timezone.now()
     delivery.last_response_status = result.status
-    delivery.last_error = _scrub(result.error, secret)
+    delivery.last_error = result.error
     delivery.duration_ms = result.duration_ms
     countdown = None
     if result.succeeded:
@@ -136,7 +176,7 @@ def _attempt_record(*, delivery: WebhookDelivery, result: AttemptResult, secret:
             finished,
             None,
         )
-    elif result.retryable and delivery.attempts < MAX_ATTEMPTS:
+    elif retry and result.retryable and delivery.attempts < MAX_ATTEMPTS:
         countdown = backoff_seconds(delivery.attempts, result.retry_after)
         delivery.state = DeliveryState.RETRYING
         delivery.next_attempt_at = finished + timedelta(seconds=countdown)
@@ -185,3 +225,50 @@ def deliveries_queue_due(*, now: datetime | None = None, limit: int = 500) -> in
     for pk in ids:
         enqueue_on_commit(DELIVERY_ATTEMPT, pk)
     return len(ids)
+
+
+_HTTP_HINTS = {
+    401: "it refused the signature or credentials: check it verifies with this endpoint's "
+    "current secret",
+    403: "it refused the signature or credentials: check it verifies with this endpoint's "
+    "current secret",
+    404: "it has no such path: check the URL",
+    410: "it has no such path: check the URL",
+    429: "it asks to slow down",
+}
+_CODE_WORDS = {
+    "redirect-refused": "The receiver answered with a redirect, which is not followed: "
+    "save the final URL instead",
+    "timeout": "The receiver did not answer in time",
+    "deadline-passed": "The receiver did not send a complete answer within the delivery deadline",
+    "connect-failed": "No connection to the receiver: nothing listens there, or it is unreachable",
+    "tls-failed": "The receiver's TLS certificate could not be verified (a private CA needs "
+    "SSL_CERT_FILE on the server)",
+    "transport-failed": "The connection to the receiver broke off",
+    "dns-failed": "The receiver's host name could not be resolved",
+    "address-not-public": "The address guard refused the receiver's address (not a public one)",
+    "endpoint-disabled": "The endpoint is disabled",
+    "secret-undecryptable": "The endpoint's secret cannot be decrypted: rotate it",
+}
+
+
+def attempt_words(result: AttemptResult) -> str:
+    """One sentence for a person: what the receiver answered, or what went wrong, in words."""
+    if result.status is not None and result.code != "redirect-refused":
+        phrase = _phrase(result.status)
+        if result.succeeded:
+            return f"Delivered: the receiver answered HTTP {result.status} {phrase}."
+        hint = _HTTP_HINTS.get(result.status) or (
+            "it failed on its side" if result.status >= 500 else "it did not accept the event"
+        )
+        return f"The receiver answered HTTP {result.status} {phrase}: {hint}."
+    words = _CODE_WORDS.get(result.code, "The delivery failed")
+    detail = f" ({result.error})" if result.error else ""
+    return f"{words}{detail}."
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""

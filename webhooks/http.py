@@ -34,6 +34,8 @@ class AttemptResult:
     duration_ms: int
     retryable: bool
     retry_after: int | None = None
+    # Stable and machine-readable (the test-send answer; `attempt_words` says it to a person).
+    code: str = ""
 
     @property
     def succeeded(self) -> bool:
@@ -75,7 +77,9 @@ def _post(
             target.host, target.port, allow_private=settings.SOURCE_ALLOW_PRIVATE_ADDRESSES
         )
     except netguard.UrlRefused as exc:
-        return AttemptResult(None, exc.message, elapsed(), retryable=exc.code == "dns-failed")
+        return AttemptResult(
+            None, exc.message, elapsed(), retryable=exc.code == "dns-failed", code=exc.code
+        )
     pinned_host = f"[{address}]" if ":" in address else address
     pinned = f"{target.scheme}://{pinned_host}:{target.port}{target.path_and_query}"
     extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
@@ -103,21 +107,34 @@ def _post(
         message = (
             f"No complete answer within {deadline:g}s (MEMORYADMIN_WEBHOOK_DELIVERY_DEADLINE)."
         )
-        return AttemptResult(None, message, elapsed(), retryable=True)
+        return AttemptResult(None, message, elapsed(), retryable=True, code="deadline-passed")
     except httpx.TimeoutException:
-        return AttemptResult(None, f"Timed out after {timeout:g}s.", elapsed(), retryable=True)
+        message = f"Timed out after {timeout:g}s."
+        return AttemptResult(None, message, elapsed(), retryable=True, code="timeout")
     except httpx.HTTPError as exc:
         message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        return AttemptResult(None, message, elapsed(), retryable=True)
+        return AttemptResult(None, message, elapsed(), retryable=True, code=_error_code(exc))
     status = response.status_code
     if 200 <= status < 300:
-        return AttemptResult(status, "", elapsed(), retryable=False)
+        return AttemptResult(status, "", elapsed(), retryable=False, code="delivered")
     text = excerpt[:EXCERPT_BYTES].decode("utf-8", "replace").strip()
     error = f"HTTP {status} {response.reason_phrase}" + (f": {text}" if text else "")
+    code = "http-status"
     if 300 <= status < 400:
         error = f"HTTP {status}: redirects are not followed; use the final URL."
+        code = "redirect-refused"
     retryable = status == 429 or status >= 500
-    return AttemptResult(status, error, elapsed(), retryable, _retry_after(response))
+    return AttemptResult(status, error, elapsed(), retryable, _retry_after(response), code)
+
+
+def _error_code(exc: httpx.HTTPError) -> str:
+    """What kind of transport failure: TLS, a refused or failed connection, or the exchange."""
+    cause: BaseException | None = exc
+    while cause is not None:  # httpx wraps httpcore's error, which wraps the ssl module's
+        if isinstance(cause, ssl.SSLError):
+            return "tls-failed"
+        cause = cause.__cause__ or cause.__context__
+    return "connect-failed" if isinstance(exc, httpx.ConnectError) else "transport-failed"
 
 
 def request_build(

@@ -3,7 +3,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from webhooks import events as ev
-from webhooks.models import WebhookEndpoint
+from webhooks.models import WebhookDelivery, WebhookEndpoint
 
 
 class EndpointSerializer(serializers.ModelSerializer):
@@ -70,3 +70,35 @@ class RotateInputSerializer(serializers.Serializer):
         help_text="Hours the old secret keeps signing "
         "(default: MEMORYADMIN_WEBHOOK_SECRET_OVERLAP_HOURS).",
     )
+
+
+class DeliverySerializer(serializers.ModelSerializer):
+    """A delivery as the endpoint's list shows it: never its payload or signature."""
+
+    class Meta:
+        model = WebhookDelivery
+        fields = [
+            "uid",
+            "event",
+            "state",
+            "attempts",
+            "last_response_status",
+            "last_error",
+            "duration_ms",
+            "created_at",
+            "finished_at",
+        ]
+        read_only_fields = fields
+
+
+class TestSentSerializer(serializers.Serializer):
+    succeeded = serializers.BooleanField(help_text="The receiver answered 2xx.")
+    code = serializers.CharField(
+        help_text="delivered, http-status, redirect-refused, timeout, deadline-passed, "
+        "connect-failed, tls-failed, transport-failed, dns-failed, address-not-public, …"
+    )
+    status = serializers.IntegerField(
+        allow_null=True, help_text="The receiver's HTTP status; null when none came."
+    )
+    message = serializers.CharField(help_text="What happened, in words.")
+    delivery = DeliverySerializer(help_text="The test delivery, as in the endpoint's list.")

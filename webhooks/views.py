@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -9,7 +10,6 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from memoryadmin.audit import Actor
@@ -87,7 +87,7 @@ def _detail(request: HttpRequest, endpoint: WebhookEndpoint, **extra: Any) -> Ht
         "page": page,
         "listing": result,
         "polling": polling,
-        "now": timezone.now(),
+        "overlap": endpoints.overlap_active(endpoint),
         **extra,
     }
     status = 200 if request.method == "POST" else result.status
@@ -160,14 +160,46 @@ def endpoint_delete(request: HttpRequest, endpoint_id: int) -> HttpResponse:
 @require_POST
 @team_view(Action.MANAGE)
 def endpoint_ping(request: HttpRequest, endpoint_id: int) -> HttpResponse:
+    """Send a signed test event now and say what the receiver answered."""
     endpoint = _endpoint(request, endpoint_id)
+
+    def send() -> tuple[int, str]:
+        sent = endpoints.endpoint_test(actor=Actor.from_request(request), endpoint=endpoint)
+        if sent.succeeded:
+            return messages.SUCCESS, f"Test event sent. {sent.message}"
+        return messages.ERROR, f"Test event failed. {sent.message}"
+
+    return _back_to_endpoint(request, endpoint, send)
+
+
+def _back_to_endpoint(
+    request: HttpRequest, endpoint: WebhookEndpoint, act: Callable[[], tuple[int, str]]
+) -> HttpResponse:
+    """Make one service call, then show its message (or its refusal's) on the endpoint's page."""
     try:
-        endpoints.endpoint_ping(actor=Actor.from_request(request), endpoint=endpoint)
+        level, text = act()
     except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-    else:
-        messages.success(request, "Test event queued; its delivery appears below.")
+        level, text = messages.ERROR, " ".join(exc.messages)
+    messages.add_message(request, level, text)
     return redirect("webhook-detail", team_slug=request.team.slug, endpoint_id=endpoint.pk)
+
+
+@require_http_methods(["GET", "POST"])
+@team_view(Action.MANAGE)
+def endpoint_end_overlap(request: HttpRequest, endpoint_id: int) -> HttpResponse:
+    """GET: what ending the overlap does. POST: drop the previous secret now."""
+    endpoint = _endpoint(request, endpoint_id)
+    if request.method == "GET":
+        if not endpoints.overlap_active(endpoint):
+            messages.info(request, "No previous secret is signing: there is no overlap to end.")
+            return redirect("webhook-detail", team_slug=request.team.slug, endpoint_id=endpoint.pk)
+        return render(request, "webhooks/endpoint_end_overlap.html", {"endpoint": endpoint})
+
+    def end() -> tuple[int, str]:
+        endpoints.endpoint_end_overlap(actor=Actor.from_request(request), endpoint=endpoint)
+        return messages.SUCCESS, "Overlap ended: only the current secret signs deliveries."
+
+    return _back_to_endpoint(request, endpoint, end)
 
 
 @require_POST
@@ -177,10 +209,9 @@ def delivery_redeliver(request: HttpRequest, endpoint_id: int, delivery_id: int)
     delivery = get_object_or_404(
         WebhookDelivery.objects.select_related("endpoint"), pk=delivery_id, endpoint=endpoint
     )
-    try:
+
+    def redeliver() -> tuple[int, str]:
         delivery_service.delivery_redeliver(actor=Actor.from_request(request), delivery=delivery)
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-    else:
-        messages.success(request, "Redelivery queued.")
-    return redirect("webhook-detail", team_slug=request.team.slug, endpoint_id=endpoint.pk)
+        return messages.SUCCESS, "Redelivery queued."
+
+    return _back_to_endpoint(request, endpoint, redeliver)

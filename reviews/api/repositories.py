@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_view
 from rest_framework import generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryadmin.api import HasScope, request_team
 from memoryadmin.api_errors import AUTH_ERRORS, error_responses
-from memoryadmin.audit import Actor
+from memoryadmin.api_views import CreateByService, DestroyByService, TeamWriteView, UpdateByService
 from memoryadmin.models import Scope
 from reviews.models import Repository
 from reviews.serializers import (
@@ -39,21 +37,9 @@ ADD_EXAMPLE = OpenApiExample(
 )
 
 
-def _repository(request: Request, pk: int) -> Repository:
-    return get_object_or_404(Repository, pk=pk, team=request_team(request))
-
-
-def _input(request: Request, *, partial_of: Repository | None = None) -> dict[str, Any]:
-    body = RepositoryInputSerializer(data=request.data, partial=partial_of is not None)
-    body.is_valid(raise_exception=True)
-    data = dict(body.validated_data)
-    if partial_of is not None:  # PATCH: what is not given stays (the secret included)
-        for name in ("name", "remote_url", "branch", "credential_kind", "credential_username"):
-            data.setdefault(name, getattr(partial_of, name))
-        data.setdefault("push_enabled", partial_of.push_enabled)
-        data.setdefault("credential_secret", "")
-        data.setdefault("ssh_known_hosts", "")
-    return data
+class RepositoryView(TeamWriteView):
+    team_objects = Repository
+    serializer_class = RepositorySerializer
 
 
 @extend_schema_view(
@@ -71,19 +57,15 @@ def _input(request: Request, *, partial_of: Repository | None = None) -> dict[st
         examples=[ADD_EXAMPLE],
     ),
 )
-class RepositoryList(generics.ListAPIView):
-    permission_classes = [HasScope]
+class RepositoryList(CreateByService, RepositoryView, generics.ListAPIView):
     required_scopes = {"GET": Scope.REVIEWS_READ, "POST": MANAGE}
-    serializer_class = RepositorySerializer
+    create_input = RepositoryInputSerializer
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
-        return Repository.objects.filter(team=request_team(self.request)).order_by("id")
+        return self.team_queryset().order_by("id")
 
-    def post(self, request: Request) -> Response:
-        repository = repository_create(
-            actor=Actor.from_request(request), team=request_team(request), **_input(request)
-        )
-        return Response(RepositorySerializer(repository).data, status=status.HTTP_201_CREATED)
+    def create(self, data: dict[str, Any]) -> Repository:
+        return repository_create(actor=self.actor, team=self.team, **data)
 
 
 @extend_schema_view(
@@ -107,32 +89,27 @@ class RepositoryList(generics.ListAPIView):
         responses={204: None, **error_responses(*AUTH_ERRORS, 404)},
     ),
 )
-class RepositoryDetail(generics.RetrieveAPIView):
-    permission_classes = [HasScope]
+class RepositoryDetail(UpdateByService, DestroyByService, RepositoryView, generics.RetrieveAPIView):
     required_scopes = {"GET": Scope.REVIEWS_READ, "PATCH": MANAGE, "DELETE": MANAGE}
-    serializer_class = RepositorySerializer
+    update_input = RepositoryInputSerializer
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
-        return Repository.objects.filter(team=request_team(self.request))
+        return self.team_queryset()
 
-    def patch(self, request: Request, pk: int) -> Response:
-        repository = _repository(request, pk)
-        repository = admin.repository_update(
-            actor=Actor.from_request(request),
-            repository=repository,
-            **_input(request, partial_of=repository),
-        )
-        return Response(RepositorySerializer(repository).data)
+    def update(self, repository: Repository, data: dict[str, Any]) -> Repository:
+        # What is not given stays (the stored secret included).
+        for name in ("name", "remote_url", "branch", "credential_kind", "credential_username"):
+            data.setdefault(name, getattr(repository, name))
+        data.setdefault("push_enabled", repository.push_enabled)
+        data.setdefault("credential_secret", "")
+        data.setdefault("ssh_known_hosts", "")
+        return admin.repository_update(actor=self.actor, repository=repository, **data)
 
-    def delete(self, request: Request, pk: int) -> Response:
-        admin.repository_delete(
-            actor=Actor.from_request(request), repository=_repository(request, pk)
-        )
-        return Response(status=status.HTTP_204_NO_CONTENT)
+    def destroy(self, repository: Repository) -> None:
+        admin.repository_delete(actor=self.actor, repository=repository)
 
 
-class RepositorySync(APIView):
-    permission_classes = [HasScope]
+class RepositorySync(RepositoryView, APIView):
     required_scopes = {"POST": MANAGE}
 
     @extend_schema(
@@ -143,16 +120,15 @@ class RepositorySync(APIView):
         responses={202: RepositorySerializer, **error_responses(*AUTH_ERRORS, 404, 409)},
     )
     def post(self, request: Request, pk: int) -> Response:
-        repository = _repository(request, pk)
-        repository_sync_request(actor=Actor.from_request(request), repository=repository)
+        repository = self.team_object()
+        repository_sync_request(actor=self.actor, repository=repository)
         repository.refresh_from_db()
-        return Response(RepositorySerializer(repository).data, status=status.HTTP_202_ACCEPTED)
+        return self.answer(repository, status_code=status.HTTP_202_ACCEPTED)
 
 
-class RepositoryEnabled(APIView):
+class RepositoryEnabled(RepositoryView, APIView):
     """POST disables or enables (the URL's `enabled` says which)."""
 
-    permission_classes = [HasScope]
     required_scopes = {"POST": MANAGE}
     enabled = False
 
@@ -165,15 +141,12 @@ class RepositoryEnabled(APIView):
     )
     def post(self, request: Request, pk: int) -> Response:
         repository = admin.repository_set_enabled(
-            actor=Actor.from_request(request),
-            repository=_repository(request, pk),
-            enabled=self.enabled,
+            actor=self.actor, repository=self.team_object(), enabled=self.enabled
         )
-        return Response(RepositorySerializer(repository).data)
+        return self.answer(repository)
 
 
-class RepositoryTest(APIView):
-    permission_classes = [HasScope]
+class RepositoryTest(RepositoryView, APIView):
     required_scopes = {"POST": MANAGE}
 
     @extend_schema(
@@ -184,6 +157,6 @@ class RepositoryTest(APIView):
         responses={200: RepositoryTestSerializer, **error_responses(400, *AUTH_ERRORS)},
     )
     def post(self, request: Request) -> Response:
-        data = _input(request)
+        data = self.body(RepositoryInputSerializer)
         data.pop("name"), data.pop("push_enabled")
         return Response({"head": admin.repository_test(**data)})

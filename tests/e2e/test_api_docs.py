@@ -21,6 +21,12 @@ def test_it_renders_the_redoc_reference_from_our_own_files(page: Page, live_serv
     page.goto("/api/docs/")
     expect(page.get_by_role("heading", name="memoryadmin API", level=1)).to_be_visible()
     expect(page.get_by_role("heading", name="Import a bundle (JSON body)", level=2)).to_be_visible()
+    # The introduction (tokens, scopes) opens the page; the operations are grouped by area.
+    expect(page.get_by_role("heading", name="Getting a token")).to_be_visible()
+    expect(page.get_by_role("cell", name="team:manage", exact=True)).to_be_visible()
+    menu = page.get_by_role("menu").first
+    for entry in ("Getting a token", "Scopes", "Agents", "Brain & bundles", "Webhooks", "Team"):
+        expect(menu.get_by_role("menuitem", name=entry, exact=True)).to_be_visible()
     shot(page, "redoc")
     # Our copy of Redoc has no CDN-hosted footer logo (memoryadmin/redoc.py): nothing leaves.
     assert foreign == []

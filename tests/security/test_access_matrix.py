@@ -122,6 +122,8 @@ PAGES = [
     Page("webhook-rotate", MANAGE, post=200),
     Page("webhook-delete", MANAGE, post=302),
     Page("webhook-ping", MANAGE, get=None, post=302),
+    # the world's endpoint has no overlap: both say so and go back to the endpoint
+    Page("webhook-end-overlap", MANAGE, get=302, post=302),
     Page("webhook-redeliver", MANAGE, get=None, post=302),
 ]
 
@@ -218,6 +220,9 @@ APIS = [
     Api("api-webhook-detail", "PATCH", Scope.TEAM_MANAGE, body={"description": "m"}, pk="endpoint"),
     Api("api-webhook-detail", "DELETE", Scope.TEAM_MANAGE, ok=204, pk="endpoint"),
     Api("api-webhook-rotate", "POST", Scope.TEAM_MANAGE, body={}, pk="endpoint"),
+    # the world's endpoint is example.org: the test answers 200 with code dns-failed
+    Api("api-webhook-test", "POST", Scope.TEAM_MANAGE, body={}, pk="endpoint"),
+    Api("api-webhook-end-overlap", "POST", Scope.TEAM_MANAGE, ok=409, body={}, pk="endpoint"),
     Api("api-member-list", "GET", Scope.TEAM_MANAGE),
     Api("api-member-detail", "GET", Scope.TEAM_MANAGE, pk="membership"),
     Api("api-member-detail", "PATCH", Scope.TEAM_MANAGE, body={"role": "admin"}, pk="membership"),

@@ -122,7 +122,7 @@ def test_it_edits_toggles_rotates_pings_redelivers_and_deletes_with_audit_events
         "webhook.create",
         "webhook.update",
         "webhook.rotate_secret",
-        "webhook.ping",
+        "webhook.test",
         "webhook.redeliver",
         "webhook.disable",
         "webhook.enable",
@@ -192,7 +192,7 @@ def test_it_sends_a_test_event_from_the_page(
     endpoint, _ = make_endpoint(receiver.url(), events=[events.SOURCE_STALE])
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(_url("webhook-ping", endpoint), follow=True)
-    assert "Test event queued" in response.content.decode()
+    assert "Test event sent. Delivered" in response.content.decode()
     [received] = receiver.requests
     assert received.headers["X-Memoryadmin-Event"] == "ping"
     endpoint_delete(actor=Actor.system(), endpoint=endpoint)

@@ -4,7 +4,8 @@ secret, delete, and send a test event."""
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -14,13 +15,23 @@ from django.utils import timezone
 
 from memoryadmin import crypto
 from memoryadmin.audit import Actor, audit_record
+from memoryadmin.errors import Conflict
 from memoryadmin.models import Team
 from memoryadmin.queue import enqueue_on_commit
+from webhooks import delivery as delivery_service
 from webhooks import events as ev
 from webhooks import netguard, signing
 from webhooks.emit import _payload
 from webhooks.models import WebhookDelivery, WebhookEndpoint
 from webhooks.task_names import DELIVERY_ATTEMPT
+
+
+class NoOverlap(Conflict):
+    code = "no-overlap"
+
+
+class EndpointDisabled(Conflict):
+    code = "endpoint-disabled"
 
 
 def _url_clean(url: str) -> str:
@@ -169,6 +180,41 @@ def endpoint_rotate_secret(
     return endpoint, secret
 
 
+def overlap_active(endpoint: WebhookEndpoint, now: datetime | None = None) -> bool:
+    """Whether the rotated-out secret still signs deliveries."""
+    until = endpoint.previous_secret_expires_at
+    return (
+        bool(endpoint.previous_secret_encrypted)
+        and until is not None
+        and until > (now or timezone.now())
+    )
+
+
+@transaction.atomic
+def endpoint_end_overlap(*, actor: Actor, endpoint: WebhookEndpoint) -> WebhookEndpoint:
+    """Drop the rotated-out secret before its overlap ends: from the next delivery on, only
+    the current secret signs (no X-Memoryadmin-Signature-Previous)."""
+    endpoint = WebhookEndpoint.objects.select_for_update().get(pk=endpoint.pk)
+    if not overlap_active(endpoint):
+        raise NoOverlap("No previous secret is signing: there is no overlap to end.")
+    until = endpoint.previous_secret_expires_at
+    endpoint.previous_secret_encrypted, endpoint.previous_secret_expires_at = "", None
+    endpoint.updated_at = timezone.now()
+    endpoint.save(
+        update_fields=["previous_secret_encrypted", "previous_secret_expires_at", "updated_at"]
+    )
+    audit_record(
+        actor=actor,
+        action="webhook.end_overlap",
+        team=endpoint.team,
+        target=endpoint,
+        summary=f"Ended the secret overlap of webhook endpoint {endpoint.url}: "
+        "only the current secret signs",
+        data={"url": endpoint.url, "would_have_ended": until and until.isoformat()},
+    )
+    return endpoint
+
+
 @transaction.atomic
 def endpoint_delete(*, actor: Actor, endpoint: WebhookEndpoint) -> None:
     team, pk, data = endpoint.team, endpoint.pk, _endpoint_data(endpoint)
@@ -184,25 +230,76 @@ def endpoint_delete(*, actor: Actor, endpoint: WebhookEndpoint) -> None:
     )
 
 
-@transaction.atomic
-def endpoint_ping(*, actor: Actor, endpoint: WebhookEndpoint) -> WebhookDelivery:
-    """Send a `ping` test event to this one endpoint, whatever it subscribes to."""
+def _ping_record(
+    *, actor: Actor, endpoint: WebhookEndpoint, action: str, **row: Any
+) -> WebhookDelivery:
+    """A `ping` delivery to this one endpoint, whatever it subscribes to, and its audit event."""
     if not endpoint.is_active:
-        raise ValidationError("Enable the endpoint before sending a test event.")
+        raise EndpointDisabled("Enable the endpoint before sending a test event.")
     payload = _payload(
         event_id=str(uuid.uuid4()),
         event=ev.PING,
         team=endpoint.team,
         data={"message": "Test event from memoryadmin", "endpoint": endpoint.pk},
     )
-    delivery = WebhookDelivery.objects.create(endpoint=endpoint, event=ev.PING, payload=payload)
+    delivery = WebhookDelivery.objects.create(
+        endpoint=endpoint, event=ev.PING, payload=payload, **row
+    )
     audit_record(
         actor=actor,
-        action="webhook.ping",
+        action=action,
         team=endpoint.team,
         target=endpoint,
         summary=f"Sent a test event to {endpoint.url}",
         data={"url": endpoint.url, "delivery": str(delivery.uid)},
     )
+    return delivery
+
+
+@transaction.atomic
+def endpoint_ping(*, actor: Actor, endpoint: WebhookEndpoint) -> WebhookDelivery:
+    """Queue a `ping` test event to this one endpoint; a worker sends it (with retries)."""
+    delivery = _ping_record(actor=actor, endpoint=endpoint, action="webhook.ping")
     enqueue_on_commit(DELIVERY_ATTEMPT, delivery.pk)
     return delivery
+
+
+@dataclass(frozen=True)
+class TestSent:
+    """A test send's answer: the delivery (in the endpoint's list) and what the receiver said."""
+
+    delivery: WebhookDelivery
+    code: str
+    status: int | None
+    message: str
+
+    @property
+    def succeeded(self) -> bool:
+        return self.code == "delivered"
+
+
+def endpoint_test(*, actor: Actor, endpoint: WebhookEndpoint) -> TestSent:
+    """Send a signed `ping` now and answer what the receiver said.
+
+    The delivery row and its `webhook.test` audit event commit first, so the send is in the
+    deliveries list whatever happens next; the row is created already claimed, so no worker
+    or sweep takes it meanwhile. Then the attempt runs here, through the worker's own path
+    (the address guard, the pinned signed POST, the record), once: a test is not retried.
+    Not to be called inside a transaction (the request would wait on the receiver holding it).
+    """
+    with transaction.atomic():
+        delivery = _ping_record(
+            actor=actor,
+            endpoint=endpoint,
+            action="webhook.test",
+            attempts=1,
+            next_attempt_at=timezone.now() + timedelta(seconds=delivery_service.lease_seconds()),
+        )
+    outcome = delivery_service.attempt_claimed(delivery_id=delivery.pk, retry=False)
+    delivery.refresh_from_db()
+    return TestSent(
+        delivery=delivery,
+        code=outcome.result.code,
+        status=outcome.result.status,
+        message=delivery_service.attempt_words(outcome.result),
+    )
