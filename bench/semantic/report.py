@@ -35,7 +35,8 @@ def _speed_table(speed: dict[str, Any]) -> list[str]:
     return [
         "| measure | result | baseline | ratio |",
         "|---|---|---|---|",
-        f"| embedding throughput, {t['chunks']:,} chunks | {t['embed_per_s']:.0f} chunks/s "
+        f"| embedding throughput, {t['chunks']:,} chunks, {t.get('rounds', 1)} rounds "
+        f"| {t['embed_per_s']:.0f} chunks/s "
         f"| model.encode {t['encode_per_s']:.0f}/s | {t['ratio']:.2f}x (>= 0.8) |",
         f"| re-embed after a model change, {r['full']['chunks']:,} chunks "
         f"| {r['full']['seconds']:.0f} s, peak RSS +{r['full']['rss_mb']:.0f} MB "

@@ -3,9 +3,11 @@
 One idempotent run does all of it (bundles.tasks.brain_embed, in the worker): chunks mirrored
 from sources and repositories (queued when the mirror commits), imported chunks whose vectors
 were dropped or absent (queued when the import commits), and the whole brain after the team's
-model changes. It walks the chunks that lack a vector of the team's model in id order,
-SEMANTIC_EMBED_BATCH at a time, one transaction per batch, so memory stays flat, progress is
-visible at once, and a killed run resumes where it stopped.
+model changes; then the team's MemoryRail proposals that lack a vector of the model (the
+reviewer hints read them: bundles.embeddings.similar). It walks the chunks that lack a vector
+of the team's model in id order, SEMANTIC_EMBED_BATCH at a time, one transaction per batch
+(one UPDATE statement on PostgreSQL), so memory stays flat, progress is visible at once, and
+a killed run resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ from django.db.models import QuerySet
 
 from bundles.embeddings import model as embedding_model
 from bundles.embeddings import store
-from bundles.embeddings.similar import describe_near_duplicates, import_near_duplicates
+from bundles.embeddings.similar import (
+    describe_near_duplicates,
+    import_near_duplicates,
+    proposal_vectors_embed,
+)
 from bundles.models import BrainSettings, Chunk
 from bundles.services.chunks import brain_settings_set
 from memoryadmin.audit import Actor, audit_record
@@ -36,6 +42,7 @@ class EmbedRun:
     model: str = ""
     embedded: int = 0
     filled: int = 0  # pgvector: vectors filled from blobs already of the model
+    proposals: int = 0  # MemoryRail proposals embedded for the reviewer hints
     skipped: str = ""
 
 
@@ -89,8 +96,9 @@ def brain_embed(*, team_id: int, batch_size: int | None = None) -> EmbedRun:
         run.embedded, imported = _embed_pending(team_id, run.model, dim, size)
         if store.backend() == store.PGVECTOR:
             run.filled = _fill_from_blobs(team_id, run.model, dim, size)
+        run.proposals = proposal_vectors_embed(team_id=team_id, model=run.model, size=size)
     duplicates = _near_duplicates(team, imported)
-    if run.embedded:
+    if run.embedded or run.proposals:
         with transaction.atomic():
             if duplicates:
                 audit_record(
@@ -108,8 +116,14 @@ def brain_embed(*, team_id: int, batch_size: int | None = None) -> EmbedRun:
                 team=team,
                 target_type="bundles.brain",
                 target_id=team.pk,
-                summary=f"Embedded {run.embedded} chunks with {run.model}",
-                data={"model": run.model, "embedded": run.embedded, "filled": run.filled},
+                summary=f"Embedded {run.embedded} chunks and {run.proposals} proposals "
+                f"with {run.model}",
+                data={
+                    "model": run.model,
+                    "embedded": run.embedded,
+                    "filled": run.filled,
+                    "proposals": run.proposals,
+                },
             )
     return run
 
