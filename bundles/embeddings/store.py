@@ -11,6 +11,7 @@ Two backends, same answers (cosine similarity, ties by newer chunk first):
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -72,6 +73,14 @@ def from_blob(blob: bytes | memoryview, dim: int) -> np.ndarray | None:
     return np.frombuffer(data, dtype="<f4")
 
 
+def blob_floats(blob: bytes | memoryview, dim: int) -> list[float] | None:
+    """The blob's numbers without numpy (the pgvector backfill runs without the extra)."""
+    data = bytes(blob)
+    if len(data) != dim * 4:
+        return None
+    return list(struct.unpack(f"<{dim}f", data))
+
+
 def nearest(
     chunks: QuerySet[Chunk], vector: np.ndarray, *, model: str, dim: int, limit: int
 ) -> list[Neighbour]:
@@ -116,8 +125,10 @@ def pgvector_query(chunks: QuerySet[Chunk], vector: np.ndarray, limit: int) -> t
 def pgvector_session(cursor: Any, limit: int) -> None:
     """Filtered HNSW: keep scanning the graph until `limit` rows pass the filters (SET LOCAL:
     inside the caller's transaction)."""
-    cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-    cursor.execute(f"SET LOCAL hnsw.ef_search = {max(HNSW_EF_SEARCH, limit)}")
+    cursor.execute(
+        "SET LOCAL hnsw.iterative_scan = relaxed_order; "
+        f"SET LOCAL hnsw.ef_search = {max(HNSW_EF_SEARCH, int(limit))}"
+    )  # one round trip
 
 
 def _nearest_pgvector(
