@@ -60,6 +60,8 @@ def test_enable_pgvector_adds_the_column_and_index_and_copies_the_stored_vectors
     _require_pgvector()
     brain_model_adopt(team=team)
     chunks = _stored_chunks(team, 5)
+    with connection.cursor() as cursor:  # the test's inserts' deferred FK checks, before DDL
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
     schema.uninstall_pgvector(connection)  # as if the extension came after the migrations
     store.forget_backend()
     assert store.backend() == store.EXACT and not _index_exists()
@@ -89,3 +91,61 @@ def test_enable_pgvector_says_why_it_cannot_where_there_is_no_pgvector(team):
     assert "pgvector is not enabled:" in str(refused.value)
     assert "Search keeps the exact scan." in str(refused.value)
     assert not AuditEvent.objects.filter(action="brain.pgvector-enable").exists()
+
+
+def _plan(chunks, vector: np.ndarray) -> str:  # type: ignore[no-untyped-def]
+    from django.db import transaction
+
+    chunks = chunks.filter(
+        embedding_model=embedding_model.MODEL_NAME,
+        embedding_dim=embedding_model.MODEL_DIM,
+        embedding__isnull=False,
+    )
+    sql, params = store.pgvector_query(chunks, vector, 50)
+    with transaction.atomic(), connection.cursor() as cursor:
+        store.pgvector_session(cursor, 50)
+        cursor.execute("EXPLAIN " + sql, params)
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+def _bulk_vectors(team, n: int, seed: int) -> None:  # type: ignore[no-untyped-def]
+    from formats import memoryai as protocol
+
+    matrix = _unit_vectors(n, seed)
+    created = Chunk.objects.bulk_create(
+        Chunk(
+            team=team,
+            content=f"Note {seed}-{i}",
+            content_hash=protocol.content_hash(f"Note {seed}-{i}"),
+            memory_type="fact" if i % 2 else "decision",
+            embedding=vector.tobytes(),
+            embedding_model=embedding_model.MODEL_NAME,
+            embedding_dim=embedding_model.MODEL_DIM,
+        )
+        for i, vector in enumerate(matrix)
+    )
+    store.fill_vectors([(c.pk, vector) for c, vector in zip(created, matrix, strict=True)])
+
+
+def test_the_filtered_nearest_query_walks_the_hnsw_index_for_one_team(semantic, team, other_team):
+    _require_pgvector()
+    brain_model_adopt(team=team)
+    _bulk_vectors(team, 1500, seed=1)
+    _bulk_vectors(other_team, 300, seed=2)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE bundles_chunk")
+    from bundles.selectors import served_chunks
+
+    query = _unit_vectors(1, seed=3)[0]
+    for chunks in (served_chunks(team), served_chunks(team).filter(memory_type="decision")):
+        plan = _plan(chunks, query)
+        assert "Index Scan using chunk_embedding_hnsw on bundles_chunk" in plan, plan
+        assert f"team_id = {team.pk}" in plan, plan
+    # A stored vector is found first; only the team's chunks come back.
+    model, dim = embedding_model.MODEL_NAME, embedding_model.MODEL_DIM
+    stored = Chunk.objects.filter(team=team).order_by("id")[7]
+    vector = np.frombuffer(bytes(stored.embedding), "<f4")
+    indexed = store.nearest(served_chunks(team), vector, model=model, dim=dim, limit=10)
+    assert indexed[0].chunk_id == stored.pk and len(indexed) == 10
+    teams = Chunk.objects.filter(pk__in=[n.chunk_id for n in indexed]).values_list("team_id")
+    assert set(teams) == {(team.pk,)}
