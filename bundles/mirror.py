@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from django.db import transaction
 
 from bundles.embeddings.queueing import brain_embed_queue
+from bundles.embeddings.similar import proposal_vectors_pending
 from bundles.mirrored import Mirrored, MirrorResult
 from bundles.models import OriginKind
 from bundles.reconcile import _reconcile
@@ -148,6 +149,10 @@ def brain_mirror_repository(*, repository: Repository, actor: Actor | None = Non
         actor=actor or Actor.system(),
         label=f"repository {repository.name}",
     )
-    if result.chunks_created:  # embedded by the worker once this transaction commits
+    # Embedded by the worker once this transaction commits: new chunks, and new or changed
+    # proposals (their vectors feed the reviewer hints).
+    if result.chunks_created or proposal_vectors_pending(
+        team_id=repository.team_id, repository_id=repository.pk
+    ):
         brain_embed_queue(team_id=repository.team_id)
     return result

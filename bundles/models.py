@@ -386,5 +386,7 @@ class ImportedChunk(models.Model):
         return f"{self.run_id} carried {self.chunk_id}"
 
 
-# The usage counters live in their own module; imported here so the app's models include them.
+# The usage counters and the proposal vectors live in their own modules; imported here so the
+# app's models include them.
+from bundles.embeddings.models import ProposalVector  # noqa: E402, F401
 from bundles.usage.models import UsageCounter, UsageKind  # noqa: E402, F401

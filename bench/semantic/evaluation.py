@@ -13,9 +13,9 @@ from django.test import override_settings
 from django.utils import timezone
 
 DATA = Path(__file__).with_name("eval_set.json")
-KINDS = ("paraphrase", "exact", "filtered", "must_not")
+KINDS = ("paraphrase", "exact", "filtered", "scoped", "must_not")
 TOP = 5
-GROUP_ID = 1  # the `source:1` / `repository:1` groups the mirrored records belong to
+GROUP_ID = 1  # the `repository:1` group the mirrored memories belong to
 
 
 def load() -> dict[str, Any]:
@@ -49,13 +49,35 @@ def expand_distractors(data: dict[str, Any]) -> list[dict[str, Any]]:
     return records
 
 
+def _eval_source(team: Any) -> tuple[Any, Any]:
+    """An approved, fresh source with a current snapshot: the read model's scope rules
+    (sources.selectors.context_records) read its Record rows."""
+    from sources.models import Health, Snapshot, Source, SourceKind, SourceState
+
+    source = Source.objects.create(
+        team=team,
+        kind=SourceKind.LOCAL,
+        identity="/srv/eval-source",
+        state=SourceState.APPROVED,
+        health=Health.FRESH,
+    )
+    snapshot = Snapshot.objects.create(source=source, manifest_name="Eval", fingerprint="e" * 64)
+    source.current_snapshot = snapshot
+    source.save(update_fields=["current_snapshot"])
+    return source, snapshot
+
+
 def build_memory(team: Any, records: list[dict[str, Any]]) -> dict[str, str]:
-    """Chunks (and mirror origins) for the records; returns search ref -> record id."""
+    """Chunks (and mirror origins; source records also as the source's Record rows, with
+    their scope) for the records; returns search ref -> record id."""
     from bundles.agents.search import TYPE_FILTERS
     from bundles.models import Chunk, ChunkOrigin
     from formats import memoryai as protocol
+    from sources.models import Record
 
     past = timezone.now() - timedelta(days=3)
+    source, snapshot = _eval_source(team)
+    groups = {"source": source.pk, "repository": GROUP_ID}
     refs: dict[str, str] = {}
     for record in records:
         kind = record["origin"]
@@ -70,17 +92,34 @@ def build_memory(team: Any, records: list[dict[str, Any]]) -> dict[str, str]:
         if kind == "brain":
             refs[f"brain:{chunk.pk}"] = record["id"]
             continue
-        ref = f"{kind}:{GROUP_ID}:{record['id']}"
+        ref = f"{kind}:{groups[kind]}:{record['id']}"
         ChunkOrigin.objects.create(
             team=team,
             chunk=chunk,
             kind=kind,
-            group=f"{kind}:{GROUP_ID}",
+            group=f"{kind}:{groups[kind]}",
             ref=ref,
             active=record["state"] != "superseded",
             expires_at=past if record["state"] == "expired" else None,
             metadata={"record_id": record["id"]},
         )
+        if kind == "source":
+            Record.objects.create(
+                snapshot=snapshot,
+                source=source,
+                record_id=record["id"],
+                path=f"records/{record['id']}.md",
+                kind=record["type"],
+                scope=record.get("scope", "user"),
+                title=record["text"][:80],
+                body=record["text"],
+                created=past,
+                updated=past,
+                expires=past if record["state"] == "expired" else None,
+                content_hash=protocol.content_hash(record["text"]),
+                retrieved_at=past,
+                active=record["state"] != "superseded",
+            )
         refs[ref] = record["id"]
     return refs
 
@@ -109,6 +148,7 @@ def _ask(team: Any, query: dict[str, Any], refs: dict[str, str]) -> list[str]:
     body = search_memory(
         team=team,
         query=query["q"],
+        scopes=query.get("scopes") or None,
         types=query["types"] or None,
         origins=query["origin"] or None,
         limit=10,

@@ -45,33 +45,97 @@ def _insert(team: Any, texts: list[str], **columns: Any) -> None:
                     content=t,
                     content_hash=protocol.content_hash(t),
                     memory_type="fact",
-                    **(columns(i) if callable(columns) else columns),  # type: ignore[operator]
+                    **{k: v(i) if callable(v) else v for k, v in columns.items()},
                 )
                 for i, t in enumerate(texts[start : start + 5000], start)
             ]
         )
 
 
-def throughput(team: Any, n: int) -> dict[str, Any]:
+def fill_random(team: Any, n: int, seed: int) -> np.ndarray:
+    """n chunks holding random unit vectors of the model's dimension (the search rows: the
+    vector part's speed does not depend on what the vectors mean, and embedding 100k texts
+    on a shared 2-core machine takes hours). On pgvector the HNSW index is dropped while the
+    vectors are written and built again after, as a bulk load would (a few minutes at 100k,
+    not the hour of 100k inserts into the graph)."""
+    from django.db import connection
+
+    from bundles.embeddings import model, schema, store
+    from bundles.models import Chunk
+
+    rng = np.random.default_rng(seed)
+    matrix = rng.standard_normal((n, model.MODEL_DIM)).astype("<f4")
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    floor = Chunk.objects.order_by("-id").values_list("id", flat=True).first() or 0
+    for start in range(0, n, 5000):
+        part = matrix[start : start + 5000]
+        _insert(
+            team,
+            _texts(len(part), seed=seed * 1000 + start),
+            embedding_model=model.MODEL_NAME,
+            embedding_dim=model.MODEL_DIM,
+            embedding=lambda i, part=part: part[i].tobytes(),
+        )
+    if store.backend() == store.PGVECTOR:
+        added = Chunk.objects.filter(team=team, pk__gt=floor).order_by("id")
+        ids = list(added.values_list("id", flat=True))
+        with connection.cursor() as cursor:
+            cursor.execute("DROP INDEX IF EXISTS chunk_embedding_hnsw")
+        for start in range(0, n, 2000):
+            store.fill_vectors(
+                list(zip(ids[start : start + 2000], matrix[start : start + 2000], strict=True))
+            )
+        with connection.cursor() as cursor:
+            cursor.execute("SET maintenance_work_mem = '512MB'")
+            cursor.execute(schema.INSTALL[1])  # CREATE INDEX IF NOT EXISTS ... USING hnsw
+            cursor.execute("RESET maintenance_work_mem")
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE bundles_chunk")
+    return matrix
+
+
+def throughput(team: Any, n: int, rounds: int = 3) -> dict[str, Any]:
+    """The worker's run against model.encode on the same texts, in `rounds` rounds of fresh
+    chunks whose order alternates (encode first, then run first, ...): on a shared machine the
+    load drifts, and a baseline measured only before the run would carry the drift."""
     from bundles.embeddings import model
     from bundles.embeddings.lifecycle import brain_embed, brain_model_adopt
 
     brain_model_adopt(team=team)  # set before the timing: it is not part of the run
-    texts = _texts(n, seed=1)
     model.get_model()
-    model.encode(texts[:64])  # warm up
-    started = time.perf_counter()
-    model.encode(texts)
-    encode_s = time.perf_counter() - started
-    _insert(team, texts)
-    started = time.perf_counter()
-    run = brain_embed(team_id=team.pk)
-    embed_s = time.perf_counter() - started
+    model.encode(_texts(64, seed=0))  # warm up
+    encode_s = embed_s = 0.0
+    embedded = 0
+    per_round = max(1, n // rounds)
+    for round_no in range(rounds):
+        texts = _texts(per_round, seed=100 + round_no)
+        _insert(team, texts)
+
+        def timed_encode(texts: list[str] = texts) -> float:
+            started = time.perf_counter()
+            model.encode(texts)
+            return time.perf_counter() - started
+
+        def timed_run() -> tuple[float, int]:
+            started = time.perf_counter()
+            run = brain_embed(team_id=team.pk)
+            return time.perf_counter() - started, run.embedded
+
+        if round_no % 2 == 0:
+            encode_s += timed_encode()
+            seconds, done = timed_run()
+        else:
+            seconds, done = timed_run()
+            encode_s += timed_encode()
+        embed_s += seconds
+        embedded += done
     return {
-        "chunks": run.embedded,
-        "encode_per_s": n / encode_s,
-        "embed_per_s": run.embedded / embed_s,
-        "ratio": encode_s / embed_s,
+        "chunks": embedded,
+        "rounds": rounds,
+        "encode_per_s": per_round * rounds / encode_s,
+        "embed_per_s": embedded / embed_s,
+        "ratio": (encode_s / (per_round * rounds)) / (embed_s / max(embedded, 1)),
     }
 
 
@@ -124,33 +188,32 @@ def _timed(function: Callable[[int], Any], count: int) -> dict[str, float]:
     return _percentiles(samples)
 
 
-def search(team: Any, n: int, queries: int) -> dict[str, Any]:
-    from django.db import connection
+def _timed_pair(
+    first: Callable[[int], Any], second: Callable[[int], Any], count: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Both timed on the same queries, interleaved (first/second, then second/first, ...) so
+    a drift in the machine's load falls on both alike."""
+    samples: tuple[list[float], list[float]] = ([], [])
+    for i in range(count):
+        order = ((0, first), (1, second)) if i % 2 == 0 else ((1, second), (0, first))
+        for slot, function in order:
+            started = time.perf_counter()
+            function(i)
+            samples[slot].append(time.perf_counter() - started)
+    return _percentiles(samples[0]), _percentiles(samples[1])
 
+
+def search(team: Any, n: int, queries: int, exact_queries: int = 10) -> dict[str, Any]:
     from bundles.agents.search import search_memory
     from bundles.embeddings import model, store
     from bundles.embeddings.lifecycle import brain_model_adopt
+    from bundles.models import Chunk
     from bundles.selectors import served_chunks
 
-    rng = np.random.default_rng(3)
-    matrix = rng.standard_normal((n, model.MODEL_DIM)).astype("<f4")
-    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-    _insert(
-        team,
-        _texts(n, seed=9),
-        embedding_model=model.MODEL_NAME,
-        embedding_dim=model.MODEL_DIM,
-    )
     brain_model_adopt(team=team)
-    ids = list(served_chunks(team).order_by("id").values_list("id", flat=True))
-    for start in range(0, n, 2000):
-        store.write_vectors(
-            [(pk, matrix[start + i]) for i, pk in enumerate(ids[start : start + 2000])],
-            model=model.MODEL_NAME,
-        )
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE bundles_chunk")
+    matrix = fill_random(team, n, seed=3)
+    ids = list(Chunk.objects.filter(team=team).order_by("id").values_list("id", flat=True))
+    rng = np.random.default_rng(4)
     probes = rng.standard_normal((queries, model.MODEL_DIM)).astype("<f4")
     probes /= np.linalg.norm(probes, axis=1, keepdims=True)
     texts = [
@@ -159,17 +222,58 @@ def search(team: Any, n: int, queries: int) -> dict[str, Any]:
     ]
     model.encode(texts[:8])  # warm up
     served = served_chunks(team)
-    rows: dict[str, Any] = {"backend": store.backend(), "chunks": n}
+    name, dim = model.MODEL_NAME, model.MODEL_DIM
+    rows: dict[str, Any] = {"backend": store.backend(), "chunks": n, "vectors": "random unit"}
     rows["encode"] = _timed(lambda i: model.encode_one(texts[i]), queries)
     rows["hybrid"] = _timed(lambda i: search_memory(team=team, query=texts[i], limit=10), queries)
-    rows["vector"] = _timed(
-        lambda i: store.nearest(
-            served, probes[i], model=model.MODEL_NAME, dim=model.MODEL_DIM, limit=50
-        ),
+    rows["vector"], rows["raw"] = _timed_pair(
+        lambda i: store.nearest(served, probes[i], model=name, dim=dim, limit=50),
+        _raw_nearest(team, matrix, ids, probes),
         queries,
     )
-    rows["raw"] = _timed(_raw_nearest(team, matrix, ids, probes), queries)
+    if store.backend() == store.PGVECTOR:
+        rows["plan"] = nearest_plan(served, probes[0])
+    # The exact-scan backend (what SQLite and plain PostgreSQL run) on the same rows, against
+    # numpy over the same vectors held in memory.
+    exact_count = min(exact_queries, queries)
+    rows["exact"], rows["numpy"] = _timed_pair(
+        lambda i: store._nearest_exact(
+            served.filter(embedding_model=name, embedding_dim=dim), [probes[i]], 50
+        ),
+        _numpy_nearest(matrix, ids, probes),
+        exact_count,
+    )
+    rows["exact_queries"] = exact_count
     return rows
+
+
+def nearest_plan(chunks: Any, vector: np.ndarray) -> str:
+    """EXPLAIN of the vector part's query, as search runs it (the HNSW index, or not)."""
+    from django.db import connection, transaction
+
+    from bundles.embeddings import model, store
+
+    chunks = chunks.filter(
+        embedding_model=model.MODEL_NAME, embedding_dim=model.MODEL_DIM, embedding__isnull=False
+    )
+    sql, params = store.pgvector_query(chunks, vector, 50)
+    with transaction.atomic(), connection.cursor() as cursor:
+        store.pgvector_session(cursor, 50)
+        cursor.execute("EXPLAIN " + sql, params)
+        plan = [row[0] for row in cursor.fetchall()]
+    scan = next((line.strip() for line in plan if " Scan " in line or "Scan on" in line), "")
+    return scan.split("  (cost")[0]
+
+
+def _numpy_nearest(matrix: np.ndarray, ids: list[int], probes: np.ndarray):  # type: ignore[no-untyped-def]
+    keys = np.asarray(ids)
+
+    def numpy_nn(i: int) -> Any:
+        scores = matrix @ probes[i]
+        top = np.argpartition(-scores, 50)[:50]
+        return keys[top[np.argsort(-scores[top])]]
+
+    return numpy_nn
 
 
 def _raw_nearest(team: Any, matrix: np.ndarray, ids: list[int], probes: np.ndarray):  # type: ignore[no-untyped-def]
@@ -190,14 +294,7 @@ def _raw_nearest(team: Any, matrix: np.ndarray, ids: list[int], probes: np.ndarr
                 return cursor.fetchall()
 
         return pgvector
-    keys = np.asarray(ids)
-
-    def numpy_nn(i: int) -> Any:
-        scores = matrix @ probes[i]
-        top = np.argpartition(-scores, 50)[:50]
-        return keys[top[np.argsort(-scores[top])]]
-
-    return numpy_nn
+    return _numpy_nearest(matrix, ids, probes)
 
 
 def run_speed(args: Any, make_team: Callable[[str], Any]) -> dict[str, Any]:

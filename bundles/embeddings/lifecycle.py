@@ -3,24 +3,30 @@
 One idempotent run does all of it (bundles.tasks.brain_embed, in the worker): chunks mirrored
 from sources and repositories (queued when the mirror commits), imported chunks whose vectors
 were dropped or absent (queued when the import commits), and the whole brain after the team's
-model changes. It walks the chunks that lack a vector of the team's model in id order,
-SEMANTIC_EMBED_BATCH at a time, one transaction per batch, so memory stays flat, progress is
-visible at once, and a killed run resumes where it stopped.
+model changes; then the team's MemoryRail proposals that lack a vector of the model (the
+reviewer hints read them: bundles.embeddings.similar). It walks the chunks that lack a vector
+of the team's model in id order, SEMANTIC_EMBED_BATCH at a time, one transaction per batch
+(one UPDATE statement on PostgreSQL), so memory stays flat, progress is visible at once, and
+a killed run resumes where it stopped.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings as django_settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import QuerySet
 
 from bundles.embeddings import model as embedding_model
-from bundles.embeddings import store
-from bundles.embeddings.similar import describe_near_duplicates, import_near_duplicates
+from bundles.embeddings import schema, store
+from bundles.embeddings.similar import (
+    describe_near_duplicates,
+    import_near_duplicates,
+    proposal_vectors_embed,
+)
 from bundles.models import BrainSettings, Chunk
 from bundles.services.chunks import brain_settings_set
 from memoryadmin.audit import Actor, audit_record
@@ -36,6 +42,7 @@ class EmbedRun:
     model: str = ""
     embedded: int = 0
     filled: int = 0  # pgvector: vectors filled from blobs already of the model
+    proposals: int = 0  # MemoryRail proposals embedded for the reviewer hints
     skipped: str = ""
 
 
@@ -89,8 +96,9 @@ def brain_embed(*, team_id: int, batch_size: int | None = None) -> EmbedRun:
         run.embedded, imported = _embed_pending(team_id, run.model, dim, size)
         if store.backend() == store.PGVECTOR:
             run.filled = _fill_from_blobs(team_id, run.model, dim, size)
+        run.proposals = proposal_vectors_embed(team_id=team_id, model=run.model, size=size)
     duplicates = _near_duplicates(team, imported)
-    if run.embedded:
+    if run.embedded or run.proposals:
         with transaction.atomic():
             if duplicates:
                 audit_record(
@@ -108,8 +116,14 @@ def brain_embed(*, team_id: int, batch_size: int | None = None) -> EmbedRun:
                 team=team,
                 target_type="bundles.brain",
                 target_id=team.pk,
-                summary=f"Embedded {run.embedded} chunks with {run.model}",
-                data={"model": run.model, "embedded": run.embedded, "filled": run.filled},
+                summary=f"Embedded {run.embedded} chunks and {run.proposals} proposals "
+                f"with {run.model}",
+                data={
+                    "model": run.model,
+                    "embedded": run.embedded,
+                    "filled": run.filled,
+                    "proposals": run.proposals,
+                },
             )
     return run
 
@@ -153,11 +167,62 @@ def _fill_from_blobs(team_id: int, model: str, dim: int, size: int) -> int:
         rows = store.missing_vector_rows(team_id, model, dim, after, size)
         if not rows:
             return done
-        vectors = [(pk, store.from_blob(blob, dim)) for pk, blob in rows]
+        vectors = [(pk, store.blob_floats(blob, dim)) for pk, blob in rows]
         with transaction.atomic():
             store.fill_vectors([(pk, vec) for pk, vec in vectors if vec is not None])
         done += len(rows)
         after = rows[-1][0]
+
+
+@dataclass
+class PgvectorEnable:
+    enabled: bool
+    message: str
+    created_column: bool = False
+    filled: int = 0
+    teams: list[str] = field(default_factory=list)
+
+
+def pgvector_enable(*, actor: Actor, batch_size: int = 2000) -> PgvectorEnable:
+    """Turn pgvector on after install (manage.py enable_pgvector): create the extension if it
+    can, add the column and trigger, copy the stored vectors of each team's model into the
+    column (no model needed), then build the HNSW index (once, after the copy: faster than
+    growing the graph row by row). Idempotent: a second run fills what is missing."""
+    reason = schema.extension_missing_reason(connection)
+    if reason:
+        return PgvectorEnable(enabled=False, message=f"pgvector is not enabled: {reason}.")
+    created = not schema.has_vector_column(connection)
+    with transaction.atomic():
+        schema.install_column(connection)
+    store.forget_backend()
+    result = PgvectorEnable(enabled=True, message="", created_column=created)
+    for settings in BrainSettings.objects.select_related("team").order_by("team_id"):
+        if not settings.is_set or settings.embedding_dim != schema.VECTOR_DIM:
+            continue  # another dimension cannot go in the vector(384) column: exact scan
+        filled = _fill_from_blobs(
+            settings.team_id, settings.embedding_model, settings.embedding_dim, batch_size
+        )
+        result.filled += filled
+        if filled:
+            result.teams.append(settings.team.slug)
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL maintenance_work_mem = '256MB'")
+        schema.install_index(connection)
+        audit_record(
+            actor=actor,
+            action="brain.pgvector-enable",
+            target_type="bundles.brain",
+            summary=f"pgvector enabled: {result.filled} stored vectors copied into the index",
+            data={"created_column": created, "filled": result.filled, "teams": result.teams},
+        )
+    result.message = (
+        f"pgvector is enabled: {'added' if created else 'kept'} the embedding_vector column "
+        f"and its HNSW index, copied {result.filled:,} stored vectors"
+        f"{' (' + ', '.join(result.teams) + ')' if result.teams else ''}. Restart the web and "
+        "worker processes so they search with pgvector (each looks up the backend once)."
+    )
+    return result
 
 
 def embedding_status(team: Team) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """The pgvector column, index and trigger (migration bundles/0008; after a late install of the
-extension, `install_pgvector` by hand: docs/brain.md).
+extension, `manage.py enable_pgvector`: bundles.embeddings.lifecycle.pgvector_enable).
 
 Plain SQL on a connection, no model import: a migration runs it.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 VECTOR_DIM = 384  # bundles.embeddings.model.MODEL_DIM (the column's type fixes it)
 
@@ -41,19 +41,44 @@ def _fetch(connection: Any, sql: str) -> Any:
         return cursor.fetchone()
 
 
+def extension_missing_reason(connection: Any) -> str:
+    """Create the `vector` extension when it can be: "" once it exists, else why not."""
+    if connection.vendor != "postgresql":
+        return f"the database is {connection.vendor}, not PostgreSQL"
+    if _fetch(connection, "SELECT 1 FROM pg_extension WHERE extname = 'vector'") is not None:
+        return ""
+    if _fetch(connection, "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'") is None:
+        return (
+            "this PostgreSQL server has no pgvector extension to create "
+            "(install its package, e.g. postgresql-NN-pgvector, on the database server)"
+        )
+    try:
+        with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+            cursor.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except DatabaseError as error:  # no privilege to create it: keep the exact scan
+        return (
+            f"the extension is available but could not be created ({error.__class__.__name__}: "
+            f"{str(error).strip().splitlines()[0]}); a superuser can run CREATE EXTENSION vector"
+        )
+    return ""
+
+
+def install_column(connection: Any) -> None:
+    """The column and the trigger that keeps it equal to the blob (not the index)."""
+    with connection.cursor() as cursor:
+        for statement in INSTALL[:1] + INSTALL[2:]:
+            cursor.execute(statement)
+
+
+def install_index(connection: Any) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(INSTALL[1])
+
+
 def install_pgvector(connection: Any) -> bool:
     """Create the extension (when it is available) and the column; False when it is absent."""
-    if _fetch(connection, "SELECT 1 FROM pg_extension WHERE extname = 'vector'") is None:
-        if (
-            _fetch(connection, "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
-            is None
-        ):
-            return False
-        try:
-            with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
-                cursor.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        except Exception:  # no privilege to create it: keep the exact scan
-            return False
+    if extension_missing_reason(connection):
+        return False
     with connection.cursor() as cursor:
         for statement in INSTALL:
             cursor.execute(statement)

@@ -5,25 +5,33 @@ proposal's own repository first): "possible duplicate" from SEMANTIC_DUPLICATE_P
 similarity, "related" from SEMANTIC_RELATED_PERCENT. Similarity measures topic, not
 contradiction, so nothing here approves, rejects or blocks. The import report names imported
 chunks that nearly duplicate served ones (import_near_duplicates).
+
+A proposal's vector is computed by the worker's embedding run (proposal_vectors_embed, stored
+as bundles.models.ProposalVector), so a page render runs only the nearest-neighbour query and
+never waits for the model to load; until then the page says the hints are being computed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db import transaction
+from django.db.models import Exists, OuterRef, QuerySet
 
 from bundles.embeddings import model as embedding_model
 from bundles.embeddings import store
 from bundles.embeddings.team_model import searchable_model
-from bundles.models import Chunk, ChunkOrigin
+from bundles.models import BrainSettings, Chunk, ChunkOrigin, ProposalVector
 from bundles.secrets import mask_secrets
 from bundles.selectors import served_chunks
 from formats.crosswalk import chunk_content
 from memoryadmin.models import Team
+
+if TYPE_CHECKING:
+    import numpy as np
 
 DUPLICATE = "possible duplicate"
 RELATED = "related"
@@ -53,20 +61,24 @@ def _label(similarity: float) -> str | None:
     return None
 
 
-def similar_to_texts(
-    team: Team, texts: list[str], *, repository_id: int | None = None, exclude: Iterable[int] = ()
+def similar_to_vectors(
+    team: Team,
+    model_dim: tuple[str, int],
+    vectors: list[np.ndarray],
+    *,
+    repository_id: int | None = None,
+    exclude: Iterable[int] = (),
 ) -> list[list[Similar]]:
-    """For each text, up to HINTS_PER_TEXT served memories similar enough to show."""
-    model_dim = searchable_model(team)
-    if model_dim is None or not texts:
-        return [[] for _ in texts]
+    """For each vector (of the team's model), up to HINTS_PER_TEXT served memories similar
+    enough to show. Runs no model: the vectors were computed by the worker."""
+    if not vectors:
+        return []
     model, dim = model_dim
     chunks = served_chunks(team).exclude(pk__in=list(exclude))
-    vectors = embedding_model.encode(texts)
-    found = []
-    for vector in vectors:
-        near = store.nearest(chunks, vector, model=model, dim=dim, limit=CANDIDATES)
-        found.append([(n.chunk_id, n.similarity) for n in near if _label(n.similarity)])
+    found = [
+        [(n.chunk_id, n.similarity) for n in near if _label(n.similarity)]
+        for near in store.nearest_many(chunks, vectors, model=model, dim=dim, limit=CANDIDATES)
+    ]
     return _describe(team, found, repository_id)
 
 
@@ -127,29 +139,121 @@ def _link_memories(origins: dict[int, dict[str, Any]]) -> None:
         origin["memory_pk"] = pks.get((origin.get("repository_id"), origin.get("memory_id")))
 
 
-def proposal_hints(memories: Iterable[Any]) -> dict[int, list[Similar]]:
-    """Memory pk -> hints, for MemoryRail proposals (reviews.models.Memory), one batch."""
+def proposal_hints(memories: Iterable[Any]) -> dict[int, list[Similar] | None]:
+    """Memory pk -> hints for MemoryRail proposals (reviews.models.Memory), one batch; None
+    while the worker has not embedded the proposal as it is now (the page says the similar
+    memories are being computed). Never encodes: a page render must not wait for the model."""
     memories = [m for m in memories if getattr(m, "pk", None) is not None]
     if not memories or not embedding_model.available():
         return {}
     by_key: dict[tuple[int, int], list[Any]] = {}
     for memory in memories:
         by_key.setdefault((memory.team_id, memory.repository_id), []).append(memory)
-    hints: dict[int, list[Similar]] = {}
+    hints: dict[int, list[Similar] | None] = {}
     for (team_id, repository_id), group in by_key.items():
         team = group[0].team if hasattr(group[0], "team") else Team.objects.get(pk=team_id)
-        refs = [f"repository:{repository_id}:{m.memory_id}" for m in group]
+        model_dim = searchable_model(team)
+        if model_dim is None:
+            if not _team_model_unset(team):
+                continue  # the team's model does not run here: no hints, nothing to wait for
+            hints.update({m.pk: None for m in group})  # the worker adopts ours, then embeds
+            continue
+        stored = _stored_vectors(group, model_dim)
+        ready = [m for m in group if m.pk in stored]
+        hints.update({m.pk: None for m in group if m.pk not in stored})
+        refs = [f"repository:{repository_id}:{m.memory_id}" for m in ready]
         own = ChunkOrigin.objects.filter(team_id=team_id, ref__in=refs).values_list(
             "chunk_id", flat=True
         )
-        texts = [chunk_content(m.title, m.body) for m in group]
-        for memory, found in zip(
-            group,
-            similar_to_texts(team, texts, repository_id=repository_id, exclude=list(own)),
-            strict=True,
-        ):
-            hints[memory.pk] = found
+        found = similar_to_vectors(
+            team,
+            model_dim,
+            [stored[m.pk] for m in ready],
+            repository_id=repository_id,
+            exclude=list(own),
+        )
+        hints.update({m.pk: items for m, items in zip(ready, found, strict=True)})
     return hints
+
+
+def _team_model_unset(team: Team) -> bool:
+    settings_row = BrainSettings.objects.filter(team=team).first()
+    return settings_row is None or not settings_row.is_set
+
+
+def _stored_vectors(memories: list[Any], model_dim: tuple[str, int]) -> dict[int, np.ndarray]:
+    """The worker's vectors of these proposals as their files are now (same git blob)."""
+    model, dim = model_dim
+    sha = {m.pk: m.blob_sha for m in memories}
+    found = {}
+    for memory_id, blob_sha, blob in ProposalVector.objects.filter(
+        memory_id__in=list(sha), embedding_model=model, embedding_dim=dim
+    ).values_list("memory_id", "blob_sha", "embedding"):
+        vector = store.from_blob(blob, dim)
+        if vector is not None and blob_sha == sha[memory_id]:
+            found[memory_id] = vector
+    return found
+
+
+def _unembedded_proposals(team_id: int, model: str) -> QuerySet[Any]:
+    """The team's proposals without a vector of `model` for their file as it is now."""
+    from reviews.models import Memory, MemoryStatus
+
+    fresh = ProposalVector.objects.filter(
+        memory_id=OuterRef("pk"), blob_sha=OuterRef("blob_sha"), embedding_model=model
+    )
+    return (
+        Memory.objects.filter(team_id=team_id, status=MemoryStatus.PROPOSED)
+        .exclude(Exists(fresh))
+        .order_by("id")
+    )
+
+
+def proposal_vectors_pending(*, team_id: int, repository_id: int | None = None) -> bool:
+    """Whether an embedding run has proposals to embed (the mirror queues one after an index)."""
+    if not embedding_model.available():
+        return False
+    settings_row = BrainSettings.objects.filter(team_id=team_id).first()
+    model = settings_row.embedding_model if settings_row and settings_row.is_set else ""
+    if model and not embedding_model.runs(model):
+        return False
+    pending = _unembedded_proposals(team_id, model or embedding_model.MODEL_NAME)
+    if repository_id is not None:
+        pending = pending.filter(repository_id=repository_id)
+    return pending.exists()
+
+
+def proposal_vectors_embed(*, team_id: int, model: str, size: int) -> int:
+    """The worker's part: embed the team's proposals that lack a vector of `model` (batches of
+    `size`, one transaction each); drop the vectors of memories no longer proposed."""
+    from reviews.models import MemoryStatus
+
+    ProposalVector.objects.filter(team_id=team_id).exclude(
+        memory__status=MemoryStatus.PROPOSED
+    ).delete()
+    done, after = 0, 0
+    pending = _unembedded_proposals(team_id, model).values_list("id", "blob_sha", "title", "body")
+    while True:
+        rows = list(pending.filter(id__gt=after)[:size])
+        if not rows:
+            return done
+        vectors = embedding_model.encode([chunk_content(title, body) for _, _, title, body in rows])
+        ids = [pk for pk, _, _, _ in rows]
+        with transaction.atomic():
+            ProposalVector.objects.filter(memory_id__in=ids).delete()
+            ProposalVector.objects.bulk_create(
+                ProposalVector(
+                    team_id=team_id,
+                    memory_id=pk,
+                    blob_sha=blob_sha,
+                    embedding=store.to_blob(vector),
+                    embedding_model=model,
+                    embedding_dim=int(vector.shape[0]),
+                )
+                for (pk, blob_sha, _, _), vector in zip(rows, vectors, strict=True)
+            )
+        done += len(rows)
+        after = rows[-1][0]
 
 
 NEAR_DUPLICATE_CHECKS = 200  # imported chunks compared per import (a hint, not an audit)
@@ -165,23 +269,24 @@ def import_near_duplicates(
         return []
     model, dim = model_dim
     served = (against if against is not None else served_chunks(team)).exclude(pk__in=chunk_ids)
-    pairs = []
     rows = Chunk.objects.filter(
         pk__in=chunk_ids[:NEAR_DUPLICATE_CHECKS], embedding_model=model, embedding_dim=dim
     ).values_list("id", "embedding")
+    vectors = {}
     for pk, blob in rows:
         vector = store.from_blob(blob, dim) if blob is not None else None
-        if vector is None:
-            continue
-        near = store.nearest(served, vector, model=model, dim=dim, limit=1)
-        if near and near[0].similarity * 100 >= settings.SEMANTIC_DUPLICATE_PERCENT:
-            pairs.append(
-                {
-                    "chunk_id": pk,
-                    "duplicate_of": near[0].chunk_id,
-                    "similarity": round(near[0].similarity, 4),
-                }
-            )
+        if vector is not None:
+            vectors[pk] = vector
+    nearest = store.nearest_many(served, list(vectors.values()), model=model, dim=dim, limit=1)
+    pairs = [
+        {
+            "chunk_id": pk,
+            "duplicate_of": near[0].chunk_id,
+            "similarity": round(near[0].similarity, 4),
+        }
+        for pk, near in zip(vectors, nearest, strict=True)
+        if near and near[0].similarity * 100 >= settings.SEMANTIC_DUPLICATE_PERCENT
+    ]
     pairs.sort(key=lambda p: (-p["similarity"], p["chunk_id"]))
     return pairs[:limit]
 

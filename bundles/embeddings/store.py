@@ -11,9 +11,10 @@ Two backends, same answers (cosine similarity, ties by newer chunk first):
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.db import connection, transaction
 from django.db.models import BooleanField, FloatField, QuerySet
@@ -53,7 +54,8 @@ def forget_backend() -> None:
 
 def vector_literal(vector: Iterable[float]) -> str:
     """pgvector's text form: [0.1,0.2,...] (repr of a float round-trips exactly)."""
-    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+    values = vector.tolist() if hasattr(vector, "tolist") else [float(x) for x in vector]
+    return "[" + ",".join(map(repr, values)) + "]"
 
 
 def to_blob(vector: np.ndarray) -> bytes:
@@ -71,20 +73,36 @@ def from_blob(blob: bytes | memoryview, dim: int) -> np.ndarray | None:
     return np.frombuffer(data, dtype="<f4")
 
 
+def blob_floats(blob: bytes | memoryview, dim: int) -> list[float] | None:
+    """The blob's numbers without numpy (the pgvector backfill runs without the extra)."""
+    data = bytes(blob)
+    if len(data) != dim * 4:
+        return None
+    return list(struct.unpack(f"<{dim}f", data))
+
+
 def nearest(
     chunks: QuerySet[Chunk], vector: np.ndarray, *, model: str, dim: int, limit: int
 ) -> list[Neighbour]:
     """The `limit` chunks of `chunks` whose vector (of `model`) is nearest to `vector`."""
+    return nearest_many(chunks, [vector], model=model, dim=dim, limit=limit)[0]
+
+
+def nearest_many(
+    chunks: QuerySet[Chunk], vectors: list[np.ndarray], *, model: str, dim: int, limit: int
+) -> list[list[Neighbour]]:
+    """`nearest` for several vectors at once: one transaction on pgvector, one pass over the
+    blobs on the exact scan (the import report's and the reviewer hints' batches)."""
     chunks = chunks.filter(embedding_model=model, embedding_dim=dim, embedding__isnull=False)
-    if limit <= 0:
-        return []
+    if limit <= 0 or not vectors:
+        return [[] for _ in vectors]
     if backend() == PGVECTOR:
-        return _nearest_pgvector(chunks, vector, limit)
-    return _nearest_exact(chunks, vector, limit)
+        return _nearest_pgvector(chunks, vectors, limit)
+    return _nearest_exact(chunks, vectors, limit)
 
 
-def _nearest_pgvector(chunks: QuerySet[Chunk], vector: np.ndarray, limit: int) -> list[Neighbour]:
-    literal = vector_literal(vector)
+def pgvector_query(chunks: QuerySet[Chunk], vector: np.ndarray, limit: int) -> tuple[str, list]:
+    """The SQL of one filtered nearest-neighbour query (the plan test EXPLAINs it)."""
     ranked = (
         chunks.annotate(
             has_vector=RawSQL("bundles_chunk.embedding_vector IS NOT NULL", [], BooleanField())
@@ -92,31 +110,55 @@ def _nearest_pgvector(chunks: QuerySet[Chunk], vector: np.ndarray, limit: int) -
         .filter(has_vector=True)
         .annotate(
             distance=RawSQL(
-                "bundles_chunk.embedding_vector <=> %s::vector", [literal], FloatField()
+                "bundles_chunk.embedding_vector <=> %s::vector",
+                [vector_literal(vector)],
+                FloatField(),
             )
         )
         .order_by("distance")
         .values_list("id", "distance")[:limit]
     )
     sql, params = ranked.query.sql_with_params()
+    return sql, list(params)
+
+
+def pgvector_session(cursor: Any, limit: int) -> None:
+    """Filtered HNSW: keep scanning the graph until `limit` rows pass the filters (SET LOCAL:
+    inside the caller's transaction)."""
+    cursor.execute(
+        "SET LOCAL hnsw.iterative_scan = relaxed_order; "
+        f"SET LOCAL hnsw.ef_search = {max(HNSW_EF_SEARCH, int(limit))}"
+    )  # one round trip
+
+
+def _nearest_pgvector(
+    chunks: QuerySet[Chunk], vectors: list[np.ndarray], limit: int
+) -> list[list[Neighbour]]:
+    answers = []
     with transaction.atomic(), connection.cursor() as cursor:
-        # Filtered HNSW: keep scanning the graph until `limit` rows pass the filters.
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute(f"SET LOCAL hnsw.ef_search = {max(HNSW_EF_SEARCH, limit)}")
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    found = [Neighbour(chunk_id=pk, similarity=1.0 - float(distance)) for pk, distance in rows]
-    # relaxed_order may return rows slightly out of order: order them exactly.
-    return sorted(found, key=lambda n: (-n.similarity, -n.chunk_id))
+        pgvector_session(cursor, limit)
+        for vector in vectors:
+            cursor.execute(*pgvector_query(chunks, vector, limit))
+            found = [
+                Neighbour(chunk_id=pk, similarity=1.0 - float(distance))
+                for pk, distance in cursor.fetchall()
+            ]
+            # relaxed_order may return rows slightly out of order: order them exactly.
+            answers.append(sorted(found, key=lambda n: (-n.similarity, -n.chunk_id)))
+    return answers
 
 
-def _nearest_exact(chunks: QuerySet[Chunk], vector: np.ndarray, limit: int) -> list[Neighbour]:
+def _nearest_exact(
+    chunks: QuerySet[Chunk], vectors: list[np.ndarray], limit: int
+) -> list[list[Neighbour]]:
     import numpy as np
 
-    query = np.asarray(vector, dtype=np.float32)
-    query = query / (np.linalg.norm(query) or 1.0)
-    best_ids = np.zeros(0, dtype=np.int64)
-    best_scores = np.zeros(0, dtype=np.float32)
+    queries = np.vstack([np.asarray(v, dtype=np.float32) for v in vectors])
+    norms = np.linalg.norm(queries, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    queries = queries / norms
+    best_ids = [np.zeros(0, dtype=np.int64) for _ in vectors]
+    best_scores = [np.zeros(0, dtype=np.float32) for _ in vectors]
     cursor_id = 0
     ordered = chunks.order_by("id").values_list("id", "embedding", "embedding_dim")
     while True:
@@ -127,46 +169,71 @@ def _nearest_exact(chunks: QuerySet[Chunk], vector: np.ndarray, limit: int) -> l
         ids, matrix = [], []
         for pk, blob, dim in rows:
             row = from_blob(blob, dim)
-            if row is not None and row.shape[0] == query.shape[0]:
+            if row is not None and row.shape[0] == queries.shape[1]:
                 ids.append(pk)
                 matrix.append(row)
         if not ids:
             continue
         block = np.vstack(matrix)
-        norms = np.linalg.norm(block, axis=1)
-        norms[norms == 0] = 1.0
-        scores = (block @ query) / norms
-        best_ids = np.concatenate([best_ids, np.asarray(ids, dtype=np.int64)])
-        best_scores = np.concatenate([best_scores, scores.astype(np.float32)])
-        if best_ids.shape[0] > limit:
+        block_norms = np.linalg.norm(block, axis=1)
+        block_norms[block_norms == 0] = 1.0
+        scores = (queries @ block.T) / block_norms  # one row of scores per query
+        block_ids = np.asarray(ids, dtype=np.int64)
+        for q in range(queries.shape[0]):
+            merged_ids = np.concatenate([best_ids[q], block_ids])
+            merged = np.concatenate([best_scores[q], scores[q].astype(np.float32)])
             # Highest score first, then the newer chunk (higher id), like the keyword signal.
-            order = np.lexsort((-best_ids, -best_scores))[:limit]
-            best_ids, best_scores = best_ids[order], best_scores[order]
-    order = np.lexsort((-best_ids, -best_scores))[:limit]
-    return [Neighbour(chunk_id=int(best_ids[i]), similarity=float(best_scores[i])) for i in order]
+            order = np.lexsort((-merged_ids, -merged))[:limit]
+            best_ids[q], best_scores[q] = merged_ids[order], merged[order]
+    return [
+        [
+            Neighbour(chunk_id=int(pk), similarity=float(score))
+            for pk, score in zip(best_ids[q], best_scores[q], strict=True)
+        ]
+        for q in range(queries.shape[0])
+    ]
 
 
 def write_vectors(rows: list[tuple[int, np.ndarray]], *, model: str) -> None:
-    """Store each chunk's vector of `model` (blob, and the pgvector column where it exists)."""
+    """Store each chunk's vector of `model` (blob, and the pgvector column where it exists):
+    on PostgreSQL one UPDATE for the whole batch (unnest of the ids, blobs and vectors)."""
     if not rows:
         return
-    with_column = backend() == PGVECTOR
+    by_dim: dict[int, list[tuple[int, np.ndarray]]] = {}
+    for pk, vec in rows:
+        by_dim.setdefault(int(vec.shape[0]), []).append((pk, vec))
     with connection.cursor() as cursor:
-        if with_column:
-            cursor.executemany(
-                "UPDATE bundles_chunk SET embedding = %s, embedding_model = %s, "
-                "embedding_dim = %s, embedding_vector = %s::vector WHERE id = %s",
-                [
-                    (to_blob(vec), model, int(vec.shape[0]), vector_literal(vec), pk)
-                    for pk, vec in rows
-                ],
-            )
-        else:
-            cursor.executemany(
-                "UPDATE bundles_chunk SET embedding = %s, embedding_model = %s, "
-                "embedding_dim = %s WHERE id = %s",
-                [(to_blob(vec), model, int(vec.shape[0]), pk) for pk, vec in rows],
-            )
+        for dim, group in by_dim.items():
+            if connection.vendor == "postgresql":
+                _write_batch_postgresql(cursor, group, model=model, dim=dim)
+            else:
+                cursor.executemany(
+                    "UPDATE bundles_chunk SET embedding = %s, embedding_model = %s, "
+                    "embedding_dim = %s WHERE id = %s",
+                    [(to_blob(vec), model, dim, pk) for pk, vec in group],
+                )
+
+
+def _write_batch_postgresql(
+    cursor: Any, rows: list[tuple[int, np.ndarray]], *, model: str, dim: int
+) -> None:
+    ids = [pk for pk, _ in rows]
+    blobs = [to_blob(vec) for _, vec in rows]
+    if backend() == PGVECTOR:
+        cursor.execute(
+            "UPDATE bundles_chunk AS c SET embedding = v.blob, embedding_model = %s, "
+            "embedding_dim = %s, embedding_vector = v.vec::vector "
+            "FROM unnest(%s::bigint[], %s::bytea[], %s::text[]) AS v(id, blob, vec) "
+            "WHERE c.id = v.id",
+            [model, dim, ids, blobs, [vector_literal(vec) for _, vec in rows]],
+        )
+    else:
+        cursor.execute(
+            "UPDATE bundles_chunk AS c SET embedding = v.blob, embedding_model = %s, "
+            "embedding_dim = %s FROM unnest(%s::bigint[], %s::bytea[]) AS v(id, blob) "
+            "WHERE c.id = v.id",
+            [model, dim, ids, blobs],
+        )
 
 
 def missing_vector_rows(
@@ -184,10 +251,13 @@ def missing_vector_rows(
 
 
 def fill_vectors(rows: list[tuple[int, np.ndarray]]) -> None:
+    if not rows:
+        return
     with connection.cursor() as cursor:
-        cursor.executemany(
-            "UPDATE bundles_chunk SET embedding_vector = %s::vector WHERE id = %s",
-            [(vector_literal(vec), pk) for pk, vec in rows],
+        cursor.execute(
+            "UPDATE bundles_chunk AS c SET embedding_vector = v.vec::vector "
+            "FROM unnest(%s::bigint[], %s::text[]) AS v(id, vec) WHERE c.id = v.id",
+            [[pk for pk, _ in rows], [vector_literal(vec) for _, vec in rows]],
         )
 
 

@@ -10,9 +10,14 @@ import pytest
 
 from bundles.embeddings import model as embedding_model
 from bundles.embeddings.lifecycle import brain_embed
-from bundles.embeddings.similar import DUPLICATE, RELATED, proposal_hints
+from bundles.embeddings.similar import (
+    DUPLICATE,
+    RELATED,
+    proposal_hints,
+    proposal_vectors_pending,
+)
 from bundles.imports import bundle_import
-from bundles.models import Chunk
+from bundles.models import Chunk, ProposalVector
 from memoryadmin.audit import Actor
 from memoryadmin.models import AuditEvent
 from reviews.models import Memory, MemoryStatus
@@ -141,3 +146,63 @@ def test_imported_chunks_embedded_later_are_compared_by_the_worker(
     assert event.data["report"]["warnings"][0].startswith(
         f"imported chunk #{imported.pk} nearly duplicates served chunk #{served.pk}"
     )
+
+
+def _refuse_to_encode(monkeypatch):  # type: ignore[no-untyped-def]
+    """A page render must never run the model: make any encode during it fail the test."""
+
+    def refuse(texts):  # type: ignore[no-untyped-def]
+        raise AssertionError(f"the page encoded {len(texts)} texts")
+
+    monkeypatch.setattr(embedding_model, "encode", refuse)
+
+
+def test_the_page_says_the_hints_are_being_computed_until_the_worker_embeds_the_proposal(
+    semantic, team, repository, remote, client, reviewer_user, monkeypatch
+):
+    # No on-commit callbacks run here: the sync's embedding run is not done yet.
+    add_memories(remote, repository, MEMORIES)
+    proposal = Memory.objects.get(memory_id="20260402-upload-timeouts")
+    assert not ProposalVector.objects.filter(memory=proposal).exists()
+    client.force_login(reviewer_user)
+    url = f"/t/{team.slug}/reviews/p/{proposal.pk}/"
+    _refuse_to_encode(monkeypatch)
+    page = client.get(url).content.decode()
+    assert "Similar memories are being computed" in page
+    assert "possible duplicate" not in page
+    monkeypatch.undo()
+    brain_embed(team_id=team.pk)  # the worker's run: chunks, then the proposals
+    assert ProposalVector.objects.filter(memory=proposal, blob_sha=proposal.blob_sha).exists()
+    _refuse_to_encode(monkeypatch)
+    page = client.get(url).content.decode()
+    assert "possible duplicate" in page and "being computed" not in page
+    queue = client.get(f"/t/{team.slug}/reviews/").content.decode()
+    assert "being computed" not in queue and "possible duplicate" in queue
+
+
+def test_the_sync_queues_the_run_that_embeds_new_and_changed_proposals(
+    semantic, team, repository, remote, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):  # the task runs eagerly
+        add_memories(remote, repository, MEMORIES)
+    proposal = Memory.objects.get(memory_id="20260402-upload-timeouts")
+    first = ProposalVector.objects.get(memory=proposal)
+    assert first.blob_sha == proposal.blob_sha
+    assert not proposal_vectors_pending(team_id=team.pk)
+    changed = dict(MEMORIES["20260402-upload-timeouts"], body="Retry each part three times.\n")
+    with django_capture_on_commit_callbacks(execute=True):
+        add_memories(remote, repository, {"20260402-upload-timeouts": changed})
+    proposal.refresh_from_db()
+    again = ProposalVector.objects.get(memory=proposal)
+    assert again.blob_sha == proposal.blob_sha != first.blob_sha
+    assert bytes(again.embedding) != bytes(first.embedding)
+    event = AuditEvent.objects.filter(team=team, action="brain.embed").latest("id")
+    assert event.data["proposals"] == 1
+
+
+def test_the_vectors_of_memories_no_longer_proposed_are_dropped(proposals, team, repository):
+    lunch = proposals["20260403-lunch"]
+    assert ProposalVector.objects.filter(memory=lunch).exists()
+    Memory.objects.filter(pk=lunch.pk).update(status=MemoryStatus.ACTIVE)
+    brain_embed(team_id=team.pk)
+    assert not ProposalVector.objects.filter(memory=lunch).exists()

@@ -45,9 +45,20 @@ def test_the_exact_scan_finds_what_a_brute_force_numpy_search_finds(memory, team
     monkeypatch.setattr(store, "SCAN_BATCH", 2)  # several batches merged into one top k
     query = embedding_model.encode_one("when are releases shipped?")
     served = Chunk.objects.filter(team=team, is_deleted=False)
-    found = store._nearest_exact(served, query, 3)
+    found = store._nearest_exact(served, [query], 3)[0]
     assert [n.chunk_id for n in found] == _brute_force(team, query, 3)
     assert found[0].chunk_id == memory["deploy"].pk
+
+
+def test_several_queries_in_one_pass_get_what_each_gets_alone(memory, team, monkeypatch):
+    monkeypatch.setattr(store, "SCAN_BATCH", 2)
+    texts = ("when are releases shipped?", "how is code indented", "where do secrets go")
+    queries = embedding_model.encode(list(texts))
+    served = Chunk.objects.filter(team=team, is_deleted=False)
+    together = store._nearest_exact(served, list(queries), 3)
+    assert [[n.chunk_id for n in found] for found in together] == [
+        _brute_force(team, query, 3) for query in queries
+    ]
 
 
 def test_pgvector_gives_the_exact_scans_answer(memory, team):
@@ -58,8 +69,8 @@ def test_pgvector_gives_the_exact_scans_answer(memory, team):
     served = Chunk.objects.filter(team=team, is_deleted=False)
     for text in ("when are releases shipped?", "how is code indented", "where do secrets go"):
         query = embedding_model.encode_one(text)
-        exact = store._nearest_exact(served, query, 4)
-        indexed = store._nearest_pgvector(served, query, 4)
+        exact = store._nearest_exact(served, [query], 4)[0]
+        indexed = store._nearest_pgvector(served, [query], 4)[0]
         assert [n.chunk_id for n in indexed] == [n.chunk_id for n in exact]
         assert all(
             math.isclose(a.similarity, b.similarity, abs_tol=1e-4)
