@@ -37,6 +37,7 @@ def run_load(
     started: list[float] = []
     ready = threading.Barrier(clients, action=lambda: started.append(time.perf_counter()))
     failures: list[str] = []
+    cpu_start = time.process_time()
 
     def work(index: int) -> list[float]:
         samples: list[float] = []
@@ -56,4 +57,11 @@ def run_load(
     elapsed = time.perf_counter() - started[0]
     if failures:
         raise RuntimeError(f"{len(failures)} failed requests, first: {failures[0]}")
-    return {**percentiles(samples), "throughput": len(samples) / elapsed}
+    # The load generator's own CPU (all its threads, warm-up included), per request: on a
+    # machine this small it competes with the server, so the table says how much it took.
+    client_cpu = (time.process_time() - cpu_start) / (len(samples) + clients)
+    return {
+        **percentiles(samples),
+        "throughput": len(samples) / elapsed,
+        "client_cpu_ms": client_cpu * 1000,
+    }
