@@ -63,6 +63,8 @@ def serving(run: Run, workers: int = WEB_WORKERS, *, semantic: bool = True) -> I
             "75",
             "--backlog",
             "256",
+            "--graceful-timeout",
+            "10",
             "--log-level",
             "warning",
         ],
@@ -80,7 +82,11 @@ def serving(run: Run, workers: int = WEB_WORKERS, *, semantic: bool = True) -> I
         yield base
     finally:
         server.terminate()
-        server.wait(timeout=30)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # a worker still holding a keep-alive connection
+            server.kill()
+            server.wait(timeout=30)
 
 
 def _mcp_call(name: str, arguments: dict[str, Any], n: int) -> dict[str, Any]:

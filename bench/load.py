@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 # One request: (client, n) -> the HTTP status; raises on a transport error.
+BARRIER_SECONDS = 300  # every client has warmed up by then, or the load fails
 Request = Callable[[Any, int], int]
 
 
@@ -41,15 +42,22 @@ def run_load(
 
     def work(index: int) -> list[float]:
         samples: list[float] = []
-        with make_client() as client:
-            request(client, index)  # warm: connections, plans, caches
-            ready.wait()
-            for n in range(index, total, clients):
-                start = time.perf_counter()
-                status = request(client, n)
-                samples.append(time.perf_counter() - start)
+        try:
+            with make_client() as client:
+                # warm: connections, plans, caches (its own request number: no query repeats)
+                status = request(client, total + index)
                 if status != 200:
-                    failures.append(f"request {n} answered {status}")
+                    failures.append(f"warm-up {index} answered {status}")
+                ready.wait(timeout=BARRIER_SECONDS)
+                for n in range(index, total, clients):
+                    start = time.perf_counter()
+                    status = request(client, n)
+                    samples.append(time.perf_counter() - start)
+                    if status != 200:
+                        failures.append(f"request {n} answered {status}")
+        except BaseException:
+            ready.abort()  # the other clients stop waiting for this one; the error is raised
+            raise
         return samples
 
     with ThreadPoolExecutor(clients) as pool:
