@@ -8,11 +8,14 @@ matches hundreds to thousands of the 100k chunks, as it would in a real brain.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import random
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from bench import data
 
@@ -124,16 +127,30 @@ def _slug(subject: str) -> str:
     return subject.replace(" ", "_")
 
 
-def note(rng: random.Random, n: int) -> tuple[str, str]:
-    """A title and a body of two or three sentences about one subject."""
+def note_parts(rng: random.Random, n: int) -> tuple[str, str, list[tuple[str, float]]]:
+    """A title and a body of two or three sentences about one subject, and the sentence parts
+    its benchmark vector is composed of (text, weight)."""
     subject = SUBJECTS[n % len(SUBJECTS)]
     other = rng.choice(SUBJECTS)
-    title = f"The {subject} {rng.choice(FACTS)}"
+    first, second, third = rng.choice(FACTS), rng.choice(FACTS), rng.choice(FACTS)
+    reason = rng.choice(REASONS)
+    title = f"The {subject} {first}"
     body = (
-        f"The {subject} {rng.choice(FACTS)} {rng.choice(REASONS)}. "
-        f"It talks to the {other}, which {rng.choice(FACTS)}. "
+        f"The {subject} {second} {reason}. "
+        f"It talks to the {other}, which {third}. "
         f"Ticket {n * 7919 % 100_003} has the details."
     )
+    parts = [
+        (title, 1.0),
+        (f"The {subject} {second}", 0.8),
+        (reason, 0.3),
+        (f"The {other} {third}", 0.4),
+    ]
+    return title, body, parts
+
+
+def note(rng: random.Random, n: int) -> tuple[str, str]:
+    title, body, _ = note_parts(rng, n)
     return title, body
 
 
@@ -142,9 +159,39 @@ def chunk_contents(chunks: int, seed: int = 11) -> list[str]:
     return ["\n\n".join(note(rng, n)) for n in range(chunks)]
 
 
-def write_bundle(path: Path, chunks: int) -> int:
-    """A MemoryAI bundle of `chunks` varied notes (the shape of data.write_bundle, no edges)."""
+def vector_parts() -> list[str]:
+    """Every sentence part a chunk's vector is composed of (610 short texts: the real model
+    encodes them once, in the setup, instead of 100k whole chunks)."""
+    parts = {f"The {subject} {fact}" for subject in SUBJECTS for fact in FACTS}
+    return sorted(parts | set(REASONS))
+
+
+def composed_vectors(chunks: int, part_vectors: dict[str, Any], seed: int = 11) -> Iterator[bytes]:
+    """Each chunk's vector (float32 bytes, unit length): the weighted sum of the model's vectors
+    of its sentence parts. Near the model's own vector of the whole chunk (same topic, same
+    neighbours), and a search costs the same: HNSW's work depends on the data's dimension and
+    spread, not on how each vector was made."""
+    import numpy as np
+
+    rng = random.Random(seed)
+    for n in range(chunks):
+        _, _, parts = note_parts(rng, n)
+        vector = np.zeros(data.EMBEDDING_DIM, dtype=np.float64)
+        for text, weight in parts:
+            vector += weight * np.asarray(part_vectors[text], dtype=np.float64)
+        yield (vector / np.linalg.norm(vector)).astype("<f4").tobytes()
+
+
+def write_bundle(
+    path: Path, chunks: int, *, model: str = "", part_vectors: dict[str, Any] | None = None
+) -> int:
+    """A MemoryAI bundle of `chunks` varied notes (the shape of data.write_bundle, no edges).
+
+    With `part_vectors` (the real model's vectors of `vector_parts()`, named `model`), each
+    chunk carries its composed vector in that model, so the import keeps them and the brain is
+    searchable by meaning at once; else 16 random vectors of a model nobody runs (dropped)."""
     vectors = data._embeddings(16)
+    composed = composed_vectors(chunks, part_vectors) if part_vectors else None
     path.parent.mkdir(parents=True, exist_ok=True)
     head = {
         "format": "memoryai-bundle",
@@ -153,7 +200,7 @@ def write_bundle(path: Path, chunks: int) -> int:
         "exported_at": data.STAMP,
         "manifest": {
             "scope": "full",
-            "embedding_model": data.EMBEDDING_MODEL,
+            "embedding_model": model or data.EMBEDDING_MODEL,
             "embedding_dim": data.EMBEDDING_DIM,
             "counts": {"chunks": chunks},
         },
@@ -161,7 +208,11 @@ def write_bundle(path: Path, chunks: int) -> int:
     with path.open("w", encoding="utf-8") as out:
         out.write(json.dumps(head)[:-1] + ', "chunks": [')
         for n, content in enumerate(chunk_contents(chunks)):
-            record = data.chunk_record(n, vectors[n % len(vectors)])
+            if composed is not None:
+                record = data.chunk_record(n, base64.b64encode(next(composed)).decode("ascii"))
+                record["embedding_model"] = model
+            else:
+                record = data.chunk_record(n, vectors[n % len(vectors)])
             record["content"] = content
             record["content_hash"] = hashlib.sha256(content.encode("utf-8")).hexdigest()
             record["memory_type"] = ("fact", "decision", "pitfall", "procedure")[n % 4]
@@ -229,3 +280,31 @@ def precheck_bodies() -> list[dict[str, object]]:
         bodies.append({"paths": [f"{folder}/models.py", f"{folder}/handler_1.py"]})
         bodies.append({"plan": plan})
     return bodies
+
+
+def _significant(text: str) -> list[str]:
+    return [w for w in text.replace(",", "").split() if len(w) > 3 and w not in _COMMON]
+
+
+_COMMON = frozenset({"with", "because", "after", "before", "their", "every", "only", "then"})
+
+
+def distinct_queries(count: int, *, seed: int) -> list[str]:
+    """`count` different web-search queries in the notes' words (a subject and one or two
+    words of what notes say about it; some with `or`), so that no two requests of a load ask
+    the same thing: a per-process query cache never answers them."""
+    rng = random.Random(seed)
+    words = sorted({w for text in FACTS + REASONS for w in _significant(text)})
+    found: dict[str, None] = {}
+    limit = len(SUBJECTS) * len(words) * len(words)
+    while len(found) < min(count, limit):
+        subject = rng.choice(SUBJECTS)
+        shape = rng.random()
+        if shape < 0.4:
+            query = f"{subject} {rng.choice(words)}"
+        elif shape < 0.8:
+            query = f"{subject} {rng.choice(words)} {rng.choice(words)}"
+        else:
+            query = f"{subject} {rng.choice(words)} or {rng.choice(words)}"
+        found.setdefault(query, None)
+    return list(found)

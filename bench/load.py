@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 # One request: (client, n) -> the HTTP status; raises on a transport error.
+BARRIER_SECONDS = 300  # every client has warmed up by then, or the load fails
 Request = Callable[[Any, int], int]
 
 
@@ -37,18 +38,26 @@ def run_load(
     started: list[float] = []
     ready = threading.Barrier(clients, action=lambda: started.append(time.perf_counter()))
     failures: list[str] = []
+    cpu_start = time.process_time()
 
     def work(index: int) -> list[float]:
         samples: list[float] = []
-        with make_client() as client:
-            request(client, index)  # warm: connections, plans, caches
-            ready.wait()
-            for n in range(index, total, clients):
-                start = time.perf_counter()
-                status = request(client, n)
-                samples.append(time.perf_counter() - start)
+        try:
+            with make_client() as client:
+                # warm: connections, plans, caches (its own request number: no query repeats)
+                status = request(client, total + index)
                 if status != 200:
-                    failures.append(f"request {n} answered {status}")
+                    failures.append(f"warm-up {index} answered {status}")
+                ready.wait(timeout=BARRIER_SECONDS)
+                for n in range(index, total, clients):
+                    start = time.perf_counter()
+                    status = request(client, n)
+                    samples.append(time.perf_counter() - start)
+                    if status != 200:
+                        failures.append(f"request {n} answered {status}")
+        except BaseException:
+            ready.abort()  # the other clients stop waiting for this one; the error is raised
+            raise
         return samples
 
     with ThreadPoolExecutor(clients) as pool:
@@ -56,4 +65,11 @@ def run_load(
     elapsed = time.perf_counter() - started[0]
     if failures:
         raise RuntimeError(f"{len(failures)} failed requests, first: {failures[0]}")
-    return {**percentiles(samples), "throughput": len(samples) / elapsed}
+    # The load generator's own CPU (all its threads, warm-up included), per request: on a
+    # machine this small it competes with the server, so the table says how much it took.
+    client_cpu = (time.process_time() - cpu_start) / (len(samples) + clients)
+    return {
+        **percentiles(samples),
+        "throughput": len(samples) / elapsed,
+        "client_cpu_ms": client_cpu * 1000,
+    }

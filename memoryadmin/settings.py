@@ -304,6 +304,10 @@ BRAIN_WITHDRAWN_RETENTION_DAYS = env_int(
 # Semantic recall (issue #16): on when the `semantic` extra is installed, unless switched off.
 SEMANTIC_ENABLED = env_bool("MEMORYADMIN_SEMANTIC_ENABLED", True)
 SEMANTIC_EMBED_BATCH = env_int("MEMORYADMIN_SEMANTIC_EMBED_BATCH", 256, minimum=1)
+# Web processes: torch threads per query encoding (0: torch's default) and query vectors kept
+# per process (0: no cache); bundles/embeddings/model.py.
+SEMANTIC_WEB_THREADS = env_int("MEMORYADMIN_SEMANTIC_WEB_THREADS", 1, minimum=0)
+SEMANTIC_QUERY_CACHE = env_int("MEMORYADMIN_SEMANTIC_QUERY_CACHE", 1024, minimum=0)
 # Reviewer hints: cosine similarity (x100) from which a memory is a "possible duplicate", and
 # from which it is shown as "related" at all.
 SEMANTIC_DUPLICATE_PERCENT = env_int("MEMORYADMIN_SEMANTIC_DUPLICATE_PERCENT", 85, minimum=1)

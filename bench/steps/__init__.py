@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from bench.steps.agents import agents_setup, agents_sql
+from bench.steps.agents import agents_part_vectors, agents_setup, agents_sql
 from bench.steps.brain import (
     brain_csv,
     brain_export,
@@ -60,6 +60,7 @@ STEPS: dict[str, Callable[[dict[str, Any], Probe], dict[str, Any]]] = {
     "web_client": web_client,
     "agents_setup": agents_setup,
     "agents_sql": agents_sql,
+    "agents_part_vectors": agents_part_vectors,
 }
 
 

@@ -1,6 +1,8 @@
-"""Agents steps: a team with a large brain and a repository of memories, and the baseline —
+"""Agents steps: a team with a large brain and a repository of memories, and the baselines —
 the ranking SQL the read path issues, sent straight through the database driver from as many
-concurrent connections as the HTTP run has clients."""
+concurrent connections as the HTTP run has clients; for hybrid search also the raw nearest-
+neighbour statement (pgvector, or numpy over every vector in memory where pgvector is absent)
+and the service's own vector part (store.nearest over the search filters) under the same load."""
 
 from __future__ import annotations
 
@@ -45,12 +47,36 @@ def agents_setup(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
         name=f"bench-agents-{time.time_ns()}",
         scopes=["context:read", "reviews:propose"],
     )
+    from bundles.embeddings import store
+    from bundles.embeddings.team_model import searchable_model
+
+    model_dim = searchable_model(team)
     return {
         "secret": secret,
+        "searchable": store.vector_count(team.pk, *model_dim) if model_dim else 0,
         "chunks": Chunk.objects.filter(team=team).count(),
         "imported": report["report"]["chunks"]["inserted"],
         "memories": Memory.objects.filter(repository=repository).count(),
     }
+
+
+def agents_part_vectors(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
+    """The model's vectors of the bench notes' sentence parts (bench.agentdata.vector_parts),
+    written as JSON to args["path"]; nothing when the semantic extra does not run here."""
+    import json
+
+    from bundles.embeddings import model
+
+    if not model.available():
+        return {"model": ""}
+    parts = list(args["parts"])
+    with probe():
+        vectors = model.encode(parts)
+    Path(args["path"]).write_text(
+        json.dumps({text: vector.tolist() for text, vector in zip(parts, vectors, strict=True)}),
+        encoding="utf-8",
+    )
+    return {"model": model.MODEL_NAME, "parts": len(parts)}
 
 
 def _search_sql(team: Any, query: str) -> Any:
@@ -70,7 +96,8 @@ def _search_sql(team: Any, query: str) -> Any:
         now=timezone.now(),
     )
     matched = keyword_match(chunks, query)
-    return matched.order_by("-keyword_score", "-id").values_list("id", "keyword_score")[:10]
+    # search_memory reads this deep before fusing (bundles.agents.meaning.CANDIDATES)
+    return matched.order_by("-keyword_score", "-id").values_list("id", "keyword_score")[:50]
 
 
 def _precheck_sql(team: Any, body: dict[str, Any]) -> list[Any]:
@@ -119,47 +146,159 @@ def _connect() -> Any:
     return sqlite3.connect(connection.settings_dict["NAME"], check_same_thread=False)
 
 
+def _nearest_sql(team: Any, vector: Any, limit: int) -> tuple[str, tuple]:
+    """The raw nearest-neighbour statement: the team's vectors by cosine distance, no other
+    filter, through the same HNSW index (ef_search and iterative scan set as the service's)."""
+    from bundles.embeddings.store import vector_literal
+
+    literal = vector_literal(vector)
+    return (
+        "SELECT id, embedding_vector <=> %s::vector AS distance FROM bundles_chunk "
+        "WHERE team_id = %s AND embedding_vector IS NOT NULL ORDER BY distance LIMIT %s",
+        (literal, team.pk, limit),
+    )
+
+
+def _timed(clients: int, total: int, work_one: Any, setup: Any = None) -> dict[str, Any]:
+    """`total` calls of work_one(index, n) from `clients` threads at once; percentiles."""
+    from bench.load import percentiles
+
+    def work(index: int) -> list[float]:
+        if setup is not None:
+            setup(index)
+        samples = []
+        for n in range(index, total, clients):
+            start = time.perf_counter()
+            work_one(index, n)
+            samples.append(time.perf_counter() - start)
+        return samples
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        samples = [s for part in pool.map(work, range(clients)) for s in part]
+    elapsed = time.perf_counter() - started
+    return {**percentiles(samples), "throughput": len(samples) / elapsed}
+
+
 def agents_sql(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
     """The same ranking SQL through the driver: `clients` connections, each its share of
-    `requests` statements per operation, round-robin over the queries."""
+    `requests` statements per operation, round-robin over the queries. With `hybrid_queries`
+    and the team's vectors searchable here, also: the keyword statement plus the raw
+    nearest-neighbour statement per query (`hybrid`), the raw nearest-neighbour statement
+    alone (`vector_raw`), and the service's vector part, store.nearest over search_filters
+    through Django (`vector_part`); the query vectors are encoded before the clock starts."""
     from django.db import connection
 
-    from bench.load import percentiles
+    from bundles.agents.meaning import CANDIDATES
+    from bundles.embeddings import store
+    from bundles.embeddings.team_model import searchable_model
 
     team = _team(args["team"])
     plans = {
         "search": [_compiled([_search_sql(team, q)]) for q in args["queries"]],
         "precheck": [_compiled(_precheck_sql(team, body)) for body in args["bodies"]],
     }
+    model_dim = searchable_model(team) if args.get("hybrid_queries") else None
+    vectors: list[Any] = []
+    pgvector = store.backend() == store.PGVECTOR
+    if model_dim is not None:
+        from bundles.embeddings import model as embedding_model
+
+        hybrid = list(args["hybrid_queries"])
+        vectors = list(embedding_model.encode(hybrid))
+        if pgvector:
+            plans["vector_raw"] = [[_nearest_sql(team, vector, CANDIDATES)] for vector in vectors]
+            plans["hybrid"] = [
+                [*_compiled([_search_sql(team, q)]), _nearest_sql(team, vector, CANDIDATES)]
+                for q, vector in zip(hybrid, vectors, strict=True)
+            ]
     sqlite = connection.vendor == "sqlite"
     clients, total = args["clients"], args["requests"]
     connections = [_connect() for _ in range(clients)]
+    if pgvector:
+        for db in connections:  # the service's settings for its filtered HNSW scan
+            db.execute("SET hnsw.iterative_scan = relaxed_order")
+            db.execute(f"SET hnsw.ef_search = {max(store.HNSW_EF_SEARCH, CANDIDATES)}")
     results: dict[str, Any] = {}
     try:
         for operation, statements in plans.items():
 
-            def work(index: int, statements: list = statements) -> list[float]:
+            def run_one(index: int, n: int, statements: list = statements) -> None:
                 db = connections[index]
-                samples = []
-                for n in range(index, total, clients):
-                    start = time.perf_counter()
-                    for sql, params in statements[n % len(statements)]:
-                        if sqlite:
-                            sql = sql.replace("%s", "?")
-                        db.execute(sql, params).fetchall()
-                    samples.append(time.perf_counter() - start)
-                return samples
+                for sql, params in statements[n % len(statements)]:
+                    if sqlite:
+                        sql = sql.replace("%s", "?")
+                    db.execute(sql, params).fetchall()
 
             for statement in statements:  # warm: plans and pages, as a running server has them
                 for sql, params in statement:
                     sql = sql.replace("%s", "?") if sqlite else sql
                     connections[0].execute(sql, params).fetchall()
-            started = time.perf_counter()
-            with ThreadPoolExecutor(clients) as pool:
-                samples = [s for part in pool.map(work, range(clients)) for s in part]
-            elapsed = time.perf_counter() - started
-            results[operation] = {**percentiles(samples), "throughput": len(samples) / elapsed}
+            results[operation] = _timed(clients, total, run_one)
+        if model_dim is not None:
+            model, dim = model_dim
+            if not pgvector:
+                results["vector_raw"] = _numpy_nearest(team, model, dim, vectors, clients, total)
+            results["vector_part"] = _vector_part(team, model, dim, vectors, clients, total)
     finally:
         for db in connections:
             db.close()
-    return {"timings": results}
+    return {"timings": results, "vector_backend": store.backend() if model_dim else ""}
+
+
+def _vector_part(
+    team: Any, model: str, dim: int, vectors: list[Any], clients: int, total: int
+) -> dict[str, Any]:
+    """search_memory's meaning signal alone: store.nearest over the search filters (Django,
+    one connection per thread), the query vector given."""
+    from django.db import connections as django_connections
+    from django.utils import timezone
+
+    from bundles.agents.meaning import CANDIDATES
+    from bundles.agents.search import search_filters
+    from bundles.embeddings import store
+
+    def chunks() -> Any:
+        return search_filters(
+            team=team,
+            scopes=[],
+            types=[],
+            origins=[],
+            repository_id=None,
+            include_flagged=False,
+            now=timezone.now(),
+        )
+
+    def run_one(index: int, n: int) -> None:
+        store.nearest(chunks(), vectors[n % len(vectors)], model=model, dim=dim, limit=CANDIDATES)
+
+    for vector in vectors[:5]:
+        store.nearest(chunks(), vector, model=model, dim=dim, limit=CANDIDATES)
+    try:
+        return _timed(clients, total, run_one)
+    finally:
+        django_connections.close_all()
+
+
+def _numpy_nearest(
+    team: Any, model: str, dim: int, vectors: list[Any], clients: int, total: int
+) -> dict[str, Any]:
+    """Without pgvector: the exact nearest 50 by numpy over every vector of the team, held in
+    memory as one matrix (read before the clock starts): the least an exact scan can cost."""
+    import numpy as np
+
+    from bundles.agents.meaning import CANDIDATES
+    from bundles.models import Chunk
+
+    rows = Chunk.objects.filter(
+        team=team, embedding_model=model, embedding_dim=dim, embedding__isnull=False
+    ).values_list("id", "embedding")
+    ids = np.asarray([pk for pk, _ in rows], dtype=np.int64)
+    matrix = np.vstack([np.frombuffer(bytes(blob), dtype="<f4") for _, blob in rows])
+
+    def run_one(index: int, n: int) -> None:
+        scores = matrix @ vectors[n % len(vectors)]
+        top = np.argpartition(-scores, CANDIDATES)[:CANDIDATES]
+        ids[top[np.argsort(-scores[top])]].tolist()
+
+    return _timed(clients, total, run_one)

