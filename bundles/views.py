@@ -31,6 +31,7 @@ from bundles.uploads import new_scratch_file
 from formats import memoryai as protocol
 from memoryadmin.audit import Actor
 from memoryadmin.listing import listing, wants_csv
+from memoryadmin.models import AuditEvent, Team
 from memoryadmin.permissions import Action, user_can
 from memoryadmin.web import team_view
 
@@ -76,7 +77,9 @@ def brain(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _mark_unrecorded_imports(team, events: list, runs: list) -> list:  # type: ignore[no-untyped-def]
+def _mark_unrecorded_imports(
+    team: Team, events: list[AuditEvent], runs: list[ImportRun]
+) -> list[AuditEvent]:
     """Mark the imports made before imports were recorded (ImportRun): nothing says what they
     inserted, so they cannot be undone, and the page says so where the undo link would be.
     Every import since writes its run in its own transaction, before its audit event, so an
@@ -95,7 +98,7 @@ def _mark_unrecorded_imports(team, events: list, runs: list) -> list:  # type: i
             .first()
         )
     for event in imports:
-        event.unrecorded = first is None or event.created_at < first
+        event.unrecorded = first is None or event.created_at < first  # type: ignore[attr-defined]
     return events
 
 

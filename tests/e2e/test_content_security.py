@@ -21,7 +21,7 @@ from playwright.sync_api import ConsoleMessage, Page, Request, expect
 
 from memoryadmin.audit import Actor
 from memoryadmin.models import Role
-from reviews.models import Memory, Repository
+from reviews.models import Decision, DecisionItem, Memory, PushState, Repository
 from reviews.services.repositories import repository_create, repository_sync
 from sources.models import Source
 from sources.services.lifecycle import source_add, source_approve
@@ -203,7 +203,20 @@ def test_it_keeps_every_page_within_its_content_security_policy(page: Page, live
     for name, kwargs in team_pages:
         page.goto(reverse(name, kwargs={"team_slug": "alpha", **kwargs}))
         expect(page.locator("main h1")).to_be_visible()
-    # The chart and the visually hidden table keep their looks without inline styles.
+    # The chart (drawn once something was decided) and the visually hidden table keep their
+    # looks without inline styles.
+    decision = Decision.objects.create(
+        team=objects.repository.team,
+        repository=objects.repository,
+        kind="approve",
+        actor_label="user:alice",
+        author_name="Alice",
+        author_email="alice@example.org",
+        state=PushState.PUSHED,
+    )
+    DecisionItem.objects.create(
+        decision=decision, memory_key="k", ref="DEC-0001", title="t", path="p", blob_sha="b" * 40
+    )
     page.goto(reverse("team-home", args=["alpha"]))
     chart = page.locator("figure.chart svg")
     expect(chart).to_be_visible()
@@ -213,7 +226,7 @@ def test_it_keeps_every_page_within_its_content_security_policy(page: Page, live
     shot(page, "team-home")
     # A page polled by htmx swaps without an inline style or eval.
     page.goto(reverse("proposal-detail", args=["alpha", objects.proposal.pk]))
-    expect(page.locator("#proposal-decisions")).to_be_visible()
+    expect(page.locator("#proposal-decisions")).to_be_attached()  # hidden until a decision
 
     page.context.clear_cookies()
     login(page, live_server, "root", "pw-root")
