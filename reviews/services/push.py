@@ -75,9 +75,10 @@ def apply_decision(copy: WorkingCopy, decision: Decision, *, now: str) -> None:
     items = decision.items.order_by("pk").values_list(
         "path", "ref", "blob_sha", "memory__blob_sha", "memory__front_matter"
     )
-    for path, ref, blob_sha, indexed_blob, indexed_meta in stream_rows(
-        items, itersize=1000, json_loads=json_loads
-    ):
+    # read them all first: a Conflict raised while the cursor's transaction is open would
+    # mark the caller's transaction as failed
+    rows = list(stream_rows(items, itersize=1000, json_loads=json_loads))
+    for path, ref, blob_sha, indexed_blob, indexed_meta in rows:
         current = blobs.get(path)
         if current is None:
             raise Conflict(f"{ref} was removed upstream after it was reviewed")
