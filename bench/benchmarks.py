@@ -26,6 +26,8 @@ class Run:
     env: dict[str, str]
     workdir: Path
     rows: list[Row] = field(default_factory=list)
+    # memories -> (repository id, bare remote) of each indexed review size
+    repositories: dict[int, tuple[int, Path]] = field(default_factory=dict)
 
     def step(self, name: str, **kwargs: Any) -> dict[str, Any]:
         command = [sys.executable, "-m", "bench.steps", name, json.dumps(kwargs)]
@@ -221,12 +223,28 @@ def bench_source(run: Run) -> int | None:
     return first_id
 
 
-def bench_review_index(run: Run) -> tuple[int, Path]:
+def review_sizes(run: Run) -> list[tuple[int, int]]:
+    """(memories, proposals) per size: a fifth of the asked size, then the size itself, for the
+    growth factor (the last size is the one the web and agent benches use)."""
     memories, proposals = run.args.memories, run.args.proposals
-    bare = data.write_repository(run.workdir / "git", memories, proposals)
-    repository_id = run.step("review_setup", team="bench-review", remote_url=bare.as_uri())[
-        "repository_id"
-    ]
+    small = (memories // 5, proposals // 5)
+    return [small, (memories, proposals)] if small[1] else [(memories, proposals)]
+
+
+def bench_review_index(run: Run) -> tuple[int, Path]:
+    """4: index (sync) per size; returns the last size's repository and bare remote."""
+    found: tuple[int, Path] | None = None
+    for memories, proposals in review_sizes(run):
+        found = run.repositories[memories] = _review_index(run, memories, proposals)
+    assert found is not None
+    return found
+
+
+def _review_index(run: Run, memories: int, proposals: int) -> tuple[int, Path]:
+    bare = data.write_repository(run.workdir / f"git-{memories}", memories, proposals)
+    repository_id = run.step(
+        "review_setup", team=f"bench-review-{memories}", remote_url=bare.as_uri()
+    )["repository_id"]
     limit = ("clone + C parse", run.step("index_c_baseline", remote_url=bare.as_uri()))
     strict = ("clone + strict parse", run.step("index_baseline", remote_url=bare.as_uri()))
     index = run.step("review_index", repository_id=repository_id)
@@ -239,16 +257,28 @@ def bench_review_index(run: Run) -> tuple[int, Path]:
 
 
 def bench_review_approve(run: Run, repository_id: int, bare: Path) -> None:
-    memories, proposals = run.args.memories, run.args.proposals
+    """4: batch approval of every proposal per size (each size's indexed repository; the last
+    is the one bench_review_index returned)."""
+    for memories, proposals in review_sizes(run):
+        found = run.repositories.get(memories, (repository_id, bare))
+        _review_approve(run, *found, memories, proposals)
+
+
+def _review_approve(
+    run: Run, repository_id: int, bare: Path, memories: int, proposals: int
+) -> None:
     paths = data.proposal_paths(memories, proposals)
     base = run.step("review_baseline", bare=str(bare), paths=paths)
-    result = run.step("review_approve", team="bench-review", repository_id=repository_id)
+    team = f"bench-review-{memories}"
+    result = run.step("review_approve", team=team, repository_id=repository_id)
     label = f"{proposals:,} proposals → 1 commit"
     git = ("shell + git", base)
     name = "review: batch approve, commit, push"
-    _against(run, name, label, result, git, "<= 2x git", 2, seconds="pushed_seconds")
+    _against(
+        run, name, label, result, git, "<= 2x git", 2, seconds="pushed_seconds", scale=proposals
+    )
     name = "review: … and re-index after the push"
-    _against(run, name, label, result, git, "(informative)", None)
+    _against(run, name, label, result, git, "(informative)", None, scale=proposals)
 
 
 def _free_port() -> int:
@@ -298,10 +328,11 @@ def bench_web(run: Run, source_id: int | None, review: bool) -> None:
     """5: p50/p95 of the review queue and the source page, test client and real gunicorn."""
     urls = {"baseline": "/accounts/login/", "healthz": "/healthz"}
     if review:
-        urls["review queue"] = "/t/bench-review/reviews/"
+        urls["review queue"] = f"/t/bench-review-{run.args.memories}/reviews/"
     if source_id is not None:
         urls["source page"] = f"/t/bench-source/sources/{source_id}/"
-    cookie = run.step("web_setup", teams=["bench-review", "bench-source"])["sessionid"]
+    teams = [f"bench-review-{run.args.memories}", "bench-source"]
+    cookie = run.step("web_setup", teams=teams)["sessionid"]
     client = run.step("web_client", sessionid=cookie, urls=urls, requests=run.args.requests)
     served = _gunicorn(run, cookie, urls)
     sizes = {

@@ -10,10 +10,12 @@ brain never disagrees with the source or review state. See docs/brain.md.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.db import transaction
+from django.utils import timezone
 
 from bundles.embeddings.queueing import brain_embed_queue
 from bundles.embeddings.similar import proposal_vectors_pending
@@ -23,6 +25,7 @@ from bundles.reconcile import _reconcile
 from formats import memoryai as protocol
 from formats.crosswalk import MEMORY_TYPES, SOURCE_TYPES, chunk_content, memory_content
 from memoryadmin.audit import Actor
+from memoryadmin.bulk import json_loads, stream_rows
 from reviews.selectors import memory_pinned, memory_provenance, memory_tags
 
 if TYPE_CHECKING:
@@ -33,103 +36,141 @@ if TYPE_CHECKING:
 # ----------------------------------------------------------------------------- desired sets
 
 
-def source_wanted(source: Source, now: datetime | None = None) -> list[Mirrored]:
-    """Active, unexpired records of an approved, non-denied source (what /api/context serves)."""
-    from sources.models import Health, SourceState
+# What a source record contributes to its chunk, as a plain tuple (the refresh hands over
+# the records it just read; others read them from the current snapshot).
+SourceRow = tuple[str, str, str, str, "list[str] | tuple[str, ...]", "datetime | None"]
+SOURCE_ROW_FIELDS = ("record_id", "kind", "title", "body", "tags", "expires")
+
+
+def _stored_rows(source: Source, now: datetime | None) -> Iterator[SourceRow]:
     from sources.selectors import active_records
+
+    values = active_records(source, now).order_by("record_id").values_list(*SOURCE_ROW_FIELDS)
+    yield from stream_rows(values, itersize=2000, json_loads=json_loads)
+
+
+def source_wanted(
+    source: Source, now: datetime | None = None, records: Iterable[SourceRow] | None = None
+) -> Iterator[Mirrored]:
+    """Active, unexpired records of an approved, non-denied source (what /api/context serves).
+
+    `records`: the current snapshot's active records in record id order, when the caller holds
+    them (a refresh that just stored them); expiry is applied here again, as the stored read
+    does."""
+    from sources.models import Health, SourceState
 
     if (
         source.state != SourceState.APPROVED
         or source.health == Health.DENIED
         or source.current_snapshot_id is None
     ):
-        return []
+        return
     stale = source.health == Health.STALE
     # When this text was read: the snapshot's read time. An unchanged refresh keeps the
     # snapshot, so it rewrites nothing in the brain (freshness is the `stale` flag).
     retrieved_at = protocol.format_timestamp(source.current_snapshot.created_at)
-    wanted = []
-    for record in active_records(source, now).order_by("record_id").iterator(chunk_size=1000):
-        memory_type, extra = SOURCE_TYPES.get(record.kind, ("fact", (record.kind,)))
-        tags = [t for t in record.tags if isinstance(t, str)][: protocol.MAX_TAGS - 1]
+    if records is None:
+        rows: Iterable[SourceRow] = _stored_rows(source, now)
+    else:
+        moment = now or timezone.now()
+        rows = (row for row in records if row[5] is None or row[5] > moment)
+    prefix = f"source:{source.pk}:"
+    max_tags = protocol.MAX_TAGS - 1
+    for record_id, kind, title, body, record_tags, expires in rows:
+        memory_type, extra = SOURCE_TYPES.get(kind, ("fact", (kind,)))
+        tags = [t for t in record_tags if isinstance(t, str)][:max_tags]
         tags += [t for t in extra if t not in tags]
-        ref = f"source:{source.pk}:{record.record_id}"
-        wanted.append(
-            Mirrored(
-                ref=ref,
-                content=chunk_content(record.title, record.body),
-                memory_type=memory_type,
-                tags=tags,
-                zone="standard",
-                is_pinned=False,
-                provenance={
-                    "origin": "source",
-                    "ref": ref,
-                    "source_id": source.pk,
-                    "source": source.identity,
-                    "source_name": source.label,
-                    "record_id": record.record_id,
-                    "retrieved_at": retrieved_at,
-                    "stale": stale,
-                },
-                expires_at=record.expires,
-            )
+        ref = prefix + record_id
+        yield Mirrored(
+            ref=ref,
+            content=chunk_content(title, body),
+            memory_type=memory_type,
+            tags=tags,
+            zone="standard",
+            is_pinned=False,
+            provenance={
+                "origin": "source",
+                "ref": ref,
+                "source_id": source.pk,
+                "source": source.identity,
+                "source_name": source.label,
+                "record_id": record_id,
+                "retrieved_at": retrieved_at,
+                "stale": stale,
+            },
+            expires_at=expires,
         )
-    return wanted
 
 
-def repository_wanted(repository: Repository) -> list[Mirrored]:
+class _MemoryRow(NamedTuple):
+    """An active memory as its chunk needs it (read as values; the reviews selectors read
+    `memory_id`, `front_matter`, `added_commit` and `author_name`)."""
+
+    memory_id: str
+    ref: str
+    type: str
+    title: str
+    body: str
+    front_matter: dict[str, Any]
+    added_commit: str
+    author_name: str
+
+
+def repository_wanted(repository: Repository) -> Iterator[Mirrored]:
     """The repository's `active` memories as of its index (proposals never)."""
     from reviews.models import Memory, MemoryStatus
 
-    memories = list(
-        Memory.objects.filter(repository=repository, status=MemoryStatus.ACTIVE).order_by(
-            "memory_id"
-        )
+    values = (
+        Memory.objects.filter(repository=repository, status=MemoryStatus.ACTIVE)
+        .order_by("memory_id")
+        .values_list(*_MemoryRow._fields)
     )
-    approvals = memory_provenance(repository, memories)
-    wanted = []
+    memories = [
+        _MemoryRow(*row) for row in stream_rows(values, itersize=2000, json_loads=json_loads)
+    ]
+    approvals = memory_provenance(repository, memories)  # type: ignore[arg-type]
+    prefix = f"repository:{repository.pk}:"
     for memory in memories:
         memory_type, zone, extra = MEMORY_TYPES.get(memory.type, ("fact", "standard", ()))
-        tags = memory_tags(memory)
+        tags = memory_tags(memory)  # type: ignore[arg-type]
         tags += [t for t in extra if t not in tags]
-        ref = f"repository:{repository.pk}:{memory.memory_id}"
-        wanted.append(
-            Mirrored(
-                ref=ref,
-                content=memory_content(
-                    title=memory.title, body=memory.body, front_matter=memory.front_matter
-                ),
-                memory_type=memory_type,
-                tags=tags,
-                zone=zone,
-                is_pinned=memory_pinned(memory),
-                provenance={
-                    "origin": "repository",
-                    "ref": ref,
-                    "repository_id": repository.pk,
-                    "repository": repository.name,
-                    "memory_id": memory.memory_id,
-                    "memory_ref": memory.ref,
-                    **approvals[memory.memory_id],
-                },
-            )
+        ref = prefix + memory.memory_id
+        yield Mirrored(
+            ref=ref,
+            content=memory_content(
+                title=memory.title, body=memory.body, front_matter=memory.front_matter
+            ),
+            memory_type=memory_type,
+            tags=tags,
+            zone=zone,
+            is_pinned=memory_pinned(memory),  # type: ignore[arg-type]
+            provenance={
+                "origin": "repository",
+                "ref": ref,
+                "repository_id": repository.pk,
+                "repository": repository.name,
+                "memory_id": memory.memory_id,
+                "memory_ref": memory.ref,
+                **approvals[memory.memory_id],
+            },
         )
-    return wanted
 
 
 # ----------------------------------------------------------------------------- reconcile
 
 
 @transaction.atomic
-def brain_mirror_source(*, source: Source, actor: Actor | None = None) -> MirrorResult:
+def brain_mirror_source(
+    *, source: Source, actor: Actor | None = None, records: Iterable[SourceRow] | None = None
+) -> MirrorResult:
     """Make the brain hold exactly the source's served records (call in the state change's
-    transaction)."""
+    transaction). `records`: the current snapshot's active records, when the caller holds them
+    (see `source_wanted`)."""
     result = _reconcile(
         team=source.team,
         group=f"source:{source.pk}",
         kind=OriginKind.SOURCE,
-        wanted=source_wanted(source),
+        wanted=source_wanted(source, records=records),
         actor=actor or Actor.system(),
         label=f"source {source.label}",
     )

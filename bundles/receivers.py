@@ -13,8 +13,10 @@ from sources.signals import source_served_changed
 
 
 @receiver(source_served_changed, dispatch_uid="bundles.mirror_source")
-def mirror_source(sender: Any, *, source: Any, actor: Any = None, **kwargs: Any) -> None:
-    brain_mirror_source(source=source, actor=actor)
+def mirror_source(
+    sender: Any, *, source: Any, actor: Any = None, records: Any = None, **kwargs: Any
+) -> None:
+    brain_mirror_source(source=source, actor=actor, records=records)
 
 
 @receiver(repository_indexed, dispatch_uid="bundles.mirror_repository")

@@ -2,11 +2,15 @@
 
 Runs inside the caller's transaction (`bundles.mirror.brain_mirror_*`), so the brain never
 disagrees with the source or review state. See docs/brain.md.
+
+It works on plain values, not model instances: the held chunks and origins are read as tuples,
+new ones are COPY-ed (one statement per table), changed ones are set by one UPDATE … FROM a
+COPY-ed scratch table (`memoryadmin.bulk`). A cold refresh of 10,000 records spent most of its
+mirror time building and preparing Chunk and ChunkOrigin instances.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,57 +19,13 @@ from typing import Any
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from bundles.mirrored import PROVENANCE_KEY, Mirrored, MirrorResult
+from bundles.mirror_chunks import Held, HeldOrigin, chunks_for, other_active_refs
+from bundles.mirrored import PROVENANCE_KEY, Mirrored, MirrorResult, Wanted, parse_wanted
 from bundles.models import Chunk, ChunkOrigin
-from formats import memoryai as protocol
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.batching import LOOKUP_BATCH, for_batches
-from memoryadmin.bulk import bulk_insert
+from memoryadmin.bulk import insert_values, json_loads, stream_rows, update_values
 from memoryadmin.models import Team
-
-logger = logging.getLogger(__name__)
-
-
-_CHUNK_FIELDS = (
-    "id",
-    "content_hash",
-    "memory_type",
-    "tags",
-    "zone",
-    "is_pinned",
-    "metadata",
-    "valid_until",
-    "is_dna",
-    "standalone",
-)
-
-
-def _chunks_by_hash(team: Team, hashes: Iterable[str]) -> dict[str, Chunk]:
-    hashes = list(hashes)
-    found: dict[str, Chunk] = {}
-    for batch in for_batches(hashes):
-        # order_by(): keep SQLite on the (team, content_hash) unique index.
-        for chunk in (
-            Chunk.objects.filter(team=team, content_hash__in=batch).order_by().only(*_CHUNK_FIELDS)
-        ):
-            found[chunk.content_hash] = chunk
-    return found
-
-
-def _other_active_refs(group: str, chunk_ids: Iterable[int]) -> dict[int, str]:
-    """chunk id -> the smallest active ref of another group (the owner, if smaller than ours)."""
-    ids = list(chunk_ids)
-    owners: dict[int, str] = {}
-    for batch in for_batches(ids):
-        rows = (
-            ChunkOrigin.objects.filter(chunk_id__in=batch, active=True)
-            .exclude(group=group)
-            .values_list("chunk_id", "ref")
-        )
-        for chunk_id, ref in rows:
-            if chunk_id not in owners or ref < owners[chunk_id]:
-                owners[chunk_id] = ref
-    return owners
 
 
 def _without_time(provenance: Any) -> Any:
@@ -79,18 +39,18 @@ def _reconcile(
     team: Team,
     group: str,
     kind: str,
-    wanted: list[Mirrored],
+    wanted: Iterable[Mirrored],
     actor: Actor,
     label: str,
 ) -> MirrorResult:
     now = timezone.now()
     result = MirrorResult()
-    parsed = _parse(group, wanted, result)
-    chunks, missing = _chunks_for(team, kind, parsed, now, result)
+    parsed = parse_wanted(group, wanted, result)
+    chunks, created = chunks_for(team, kind, parsed, now, result)
     plan = _plan(
-        team=team, group=group, kind=kind, parsed=parsed, chunks=chunks, missing=missing, now=now
+        team=team, group=group, kind=kind, parsed=parsed, chunks=chunks, created=created, now=now
     )
-    _apply(plan, now, result)
+    _apply(plan, team=team, group=group, kind=kind, now=now, result=result)
     if result.changed:
         audit_record(
             actor=actor,
@@ -108,92 +68,34 @@ def _reconcile(
     return result
 
 
-def _parse(
-    group: str, wanted: list[Mirrored], result: MirrorResult
-) -> dict[str, tuple[Mirrored, protocol.ChunkRecord]]:
-    """ref -> (wanted item, its chunk record); items the format refuses are skipped."""
-    parsed: dict[str, tuple[Mirrored, protocol.ChunkRecord]] = {}
-    for item in wanted:
-        try:
-            record = protocol.validate_chunk(
-                {
-                    "content": item.content,
-                    "memory_type": item.memory_type,
-                    "tags": item.tags,
-                    "zone": item.zone,
-                    "is_pinned": item.is_pinned,
-                    "metadata": {PROVENANCE_KEY: item.provenance},
-                },
-                embedding_dim=0,
-                path=item.ref,
-            )
-        except protocol.BundleError as exc:
-            result.skipped.append(f"{item.ref}: {exc.code}")
-            logger.warning("mirror %s skipped %s: %s", group, item.ref, exc)
-            continue
-        parsed[item.ref] = (item, record)
-    return parsed
-
-
-def _chunks_for(
-    team: Team,
-    kind: str,
-    parsed: dict[str, tuple[Mirrored, protocol.ChunkRecord]],
-    now: datetime,
-    result: MirrorResult,
-) -> tuple[dict[str, Chunk], dict[str, tuple[Mirrored, protocol.ChunkRecord]]]:
-    """The chunk of every wanted text by hash, inserting the texts no chunk holds yet (the
-    origins need their ids); returns them and the inserted ones."""
-    chunks = _chunks_by_hash(team, {record.content_hash for _, record in parsed.values()})
-    missing: dict[str, tuple[Mirrored, protocol.ChunkRecord]] = {}
-    for item, record in parsed.values():
-        if record.content_hash not in chunks:
-            missing.setdefault(record.content_hash, (item, record))
-    if missing:
-        bulk_insert(
-            Chunk,
-            [
-                Chunk(
-                    team=team,
-                    content=record.content,
-                    content_hash=digest,
-                    memory_type=record.memory_type,
-                    tags=record.tags,
-                    zone=record.zone,
-                    is_pinned=record.is_pinned,
-                    metadata=record.metadata,
-                    valid_until=item.expires_at,
-                    origin=kind,
-                    is_dna=record.is_dna,
-                    standalone=False,
-                    created_at=now,
-                    updated_at=now,
-                )
-                for digest, (item, record) in missing.items()
-            ],
-            batch_size=LOOKUP_BATCH,
-            ignore_conflicts=True,  # a concurrent import of the same text must not fail this
-        )
-        result.chunks_created = len(missing)
-        chunks.update(_chunks_by_hash(team, missing))
-    return chunks, missing
+# ----------------------------------------------------------------------------- planning
 
 
 @dataclass
 class _Plan:
     """What one reconcile changes, worked out before any of it is written."""
 
-    chunks: dict[str, Chunk]
-    missing: dict[str, tuple[Mirrored, protocol.ChunkRecord]] = field(default_factory=dict)
+    chunks: dict[str, Held]
+    created: set[str] = field(default_factory=set)  # hashes of the chunks this run inserted
     left: dict[int, str] = field(default_factory=dict)  # chunk id -> the ref that left it
-    chunk_updates: dict[int, Chunk] = field(default_factory=dict)
+    chunk_updates: dict[int, Held] = field(default_factory=dict)
     bump: set[int] = field(default_factory=set)
     gained: set[int] = field(default_factory=set)  # an origin (re)activates: not withdrawn
-    new_origins: list[ChunkOrigin] = field(default_factory=list)
-    origin_updates: list[ChunkOrigin] = field(default_factory=list)
+    new_origins: list[HeldOrigin] = field(default_factory=list)
+    origin_updates: list[HeldOrigin] = field(default_factory=list)
     activated: int = 0
     deactivated: int = 0
     unchanged: int = 0
+
+
+def _origins(team: Team, group: str) -> dict[str, HeldOrigin]:
+    values = ChunkOrigin.objects.filter(team=team, group=group).values_list(
+        "id", "ref", "chunk_id", "active", "expires_at", "metadata"
+    )
+    return {
+        row[1]: HeldOrigin(*row)
+        for row in stream_rows(values, itersize=LOOKUP_BATCH, json_loads=json_loads)
+    }
 
 
 def _plan(
@@ -201,103 +103,63 @@ def _plan(
     team: Team,
     group: str,
     kind: str,
-    parsed: dict[str, tuple[Mirrored, protocol.ChunkRecord]],
-    chunks: dict[str, Chunk],
-    missing: dict[str, tuple[Mirrored, protocol.ChunkRecord]],
+    parsed: dict[str, Wanted],
+    chunks: dict[str, Held],
+    created: set[str],
     now: datetime,
 ) -> _Plan:
     """Which origins to create, move or deactivate and which chunks to rewrite (reads only)."""
-    plan = _Plan(chunks=chunks, missing=missing)
-    origins = {o.ref: o for o in ChunkOrigin.objects.filter(team=team, group=group)}
-    owners = _other_active_refs(group, [c.pk for c in chunks.values()])
+    plan = _Plan(chunks=chunks, created=created)
+    origins = _origins(team, group)
+    # A chunk this transaction inserted has no other origin yet: only held ones are looked up
+    owners = other_active_refs(
+        group, [c.id for digest, c in chunks.items() if digest not in created]
+    )
     # Chunks an origin leaves (withdrawn, or its text changed): standalone ones drop our
     # provenance key, so an imported text does not keep claiming an approval that is gone.
     for ref, origin in origins.items():
         if not origin.active:
             continue
-        if ref not in parsed or origin.chunk_id != chunks[parsed[ref][1].content_hash].pk:
+        if ref not in parsed or origin.chunk_id != chunks[parsed[ref].content_hash].id:
             plan.left[origin.chunk_id] = ref
-    for ref, (item, record) in parsed.items():
-        chunk = chunks[record.content_hash]
-        if record.content_hash not in missing and chunk.pk not in plan.chunk_updates:
-            _refresh_chunk(chunk, ref, item, record, owners, plan.chunk_updates, plan.bump)
+    for ref, wanted in parsed.items():
+        item = wanted.item
+        chunk = chunks[wanted.content_hash]
+        if wanted.content_hash not in created and chunk.id not in plan.chunk_updates:
+            _refresh_chunk(chunk, ref, wanted, owners, plan.chunk_updates, plan.bump)
         origin = origins.get(ref)
         if origin is None:
             plan.new_origins.append(
-                ChunkOrigin(
-                    team=team,
-                    chunk=chunk,
-                    kind=kind,
-                    group=group,
-                    ref=ref,
-                    active=True,
-                    expires_at=item.expires_at,
-                    metadata=item.provenance,
-                    updated_at=now,
-                )
+                HeldOrigin(None, ref, chunk.id, True, item.expires_at, item.provenance)
             )
-            plan.bump.add(chunk.pk)
-            plan.gained.add(chunk.pk)
+            plan.bump.add(chunk.id)
+            plan.gained.add(chunk.id)
             continue
-        moved = origin.chunk_id != chunk.pk or not origin.active
+        moved = origin.chunk_id != chunk.id or not origin.active
         if moved:
-            plan.bump.add(chunk.pk)
-            plan.gained.add(chunk.pk)
+            plan.bump.add(chunk.id)
+            plan.gained.add(chunk.id)
             plan.activated += 1
         if moved or origin.expires_at != item.expires_at or origin.metadata != item.provenance:
-            origin.chunk_id, origin.active = chunk.pk, True
-            origin.expires_at, origin.metadata, origin.updated_at = (
-                item.expires_at,
-                item.provenance,
-                now,
-            )
+            origin.chunk_id, origin.active = chunk.id, True
+            origin.expires_at, origin.metadata = item.expires_at, item.provenance
             plan.origin_updates.append(origin)
         else:
             plan.unchanged += 1
     for ref, origin in origins.items():
         if ref not in parsed and origin.active:
-            origin.active, origin.updated_at = False, now
+            origin.active = False
             plan.origin_updates.append(origin)
             plan.deactivated += 1
     return plan
 
 
-def _apply(plan: _Plan, now: datetime, result: MirrorResult) -> None:
-    """The plan's bulk writes, then the withdrawn marks and the `since` bumps."""
-    bulk_insert(ChunkOrigin, plan.new_origins, batch_size=LOOKUP_BATCH)
-    result.origins_created = len(plan.new_origins)
-    result.activated, result.deactivated = plan.activated, plan.deactivated
-    result.unchanged = plan.unchanged
-    if plan.origin_updates:
-        ChunkOrigin.objects.bulk_update(
-            plan.origin_updates,
-            ["chunk", "active", "expires_at", "metadata", "updated_at"],
-            batch_size=LOOKUP_BATCH,
-        )
-    if plan.chunk_updates:
-        Chunk.objects.bulk_update(
-            list(plan.chunk_updates.values()),
-            ["memory_type", "tags", "zone", "is_pinned", "metadata", "valid_until", "is_dna"],
-            batch_size=LOOKUP_BATCH,
-        )
-        result.chunks_updated = len(plan.chunk_updates)
-    _drop_provenance(plan.left, keep=set(plan.chunk_updates), now=now)
-    created_ids = {plan.chunks[digest].pk for digest in plan.missing}
-    _mark_withdrawn(left=set(plan.left) - plan.gained, back=plan.gained - created_ids, now=now)
-    bump = plan.bump - created_ids
-    if bump:
-        ids = sorted(bump)
-        for batch in for_batches(ids):
-            Chunk.objects.filter(pk__in=batch).update(updated_at=now)
-
-
 def _refresh_chunk(
-    chunk: Chunk,
+    chunk: Held,
     ref: str,
-    item: Mirrored,
-    record: protocol.ChunkRecord,
+    wanted: Wanted,
     owners: dict[int, str],
-    updates: dict[int, Chunk],
+    updates: dict[int, Held],
     bump: set[int],
 ) -> None:
     """Rewrite an existing chunk's mirrored fields when this ref owns it.
@@ -306,21 +168,22 @@ def _refresh_chunk(
     mirror origins the smallest active ref owns the chunk, so two sources with the same text
     do not take turns.
     """
-    other = owners.get(chunk.pk)
+    item = wanted.item
+    other = owners.get(chunk.id)
     if other is not None and other < ref:
         return
     if chunk.standalone:
         if chunk.metadata.get(PROVENANCE_KEY) != item.provenance:
             chunk.metadata = {**chunk.metadata, PROVENANCE_KEY: item.provenance}
-            updates[chunk.pk] = chunk
-            bump.add(chunk.pk)
+            updates[chunk.id] = chunk
+            bump.add(chunk.id)
         return
     values = {
-        "memory_type": record.memory_type,
-        "tags": record.tags,
-        "zone": record.zone,
-        "is_pinned": record.is_pinned,
-        "metadata": record.metadata,
+        "memory_type": item.memory_type,
+        "tags": list(item.tags),
+        "zone": item.zone,
+        "is_pinned": item.is_pinned,
+        "metadata": wanted.metadata,
         "valid_until": item.expires_at,
     }
     current = {name: getattr(chunk, name) for name in values}
@@ -331,10 +194,72 @@ def _refresh_chunk(
     } and _without_time(chunk.metadata.get(PROVENANCE_KEY)) == _without_time(item.provenance)
     for name, value in values.items():
         setattr(chunk, name, value)
-    chunk.is_dna = chunk.is_dna or record.is_dna  # DNA is sticky
-    updates[chunk.pk] = chunk
+    chunk.is_dna = chunk.is_dna or wanted.is_dna  # DNA is sticky
+    updates[chunk.id] = chunk
     if not only_time:  # a new retrieval time alone is not a change for `since` exports
-        bump.add(chunk.pk)
+        bump.add(chunk.id)
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+_ORIGIN_FIELDS = (
+    "team",
+    "chunk",
+    "kind",
+    "group",
+    "ref",
+    "active",
+    "expires_at",
+    "metadata",
+    "updated_at",
+)
+_ORIGIN_UPDATES = ("chunk", "active", "expires_at", "metadata", "updated_at")
+_CHUNK_UPDATES = ("memory_type", "tags", "zone", "is_pinned", "metadata", "valid_until", "is_dna")
+
+
+def _apply(
+    plan: _Plan, *, team: Team, group: str, kind: str, now: datetime, result: MirrorResult
+) -> None:
+    """The plan's writes (one COPY or UPDATE per table), then the withdrawn marks and the
+    `since` bumps."""
+    insert_values(
+        ChunkOrigin,
+        _ORIGIN_FIELDS,
+        (
+            (team.pk, o.chunk_id, kind, group, o.ref, True, o.expires_at, o.metadata, now)
+            for o in plan.new_origins
+        ),
+        batch_size=LOOKUP_BATCH,
+    )
+    result.origins_created = len(plan.new_origins)
+    result.activated, result.deactivated = plan.activated, plan.deactivated
+    result.unchanged = plan.unchanged
+    update_values(
+        ChunkOrigin,
+        _ORIGIN_UPDATES,
+        ((o.id, o.chunk_id, o.active, o.expires_at, o.metadata, now) for o in plan.origin_updates),
+        batch_size=LOOKUP_BATCH,
+    )
+    if plan.chunk_updates:
+        update_values(
+            Chunk,
+            _CHUNK_UPDATES,
+            (
+                (c.id, *(getattr(c, name) for name in _CHUNK_UPDATES))
+                for c in plan.chunk_updates.values()
+            ),
+            batch_size=LOOKUP_BATCH,
+        )
+        result.chunks_updated = len(plan.chunk_updates)
+    _drop_provenance(plan.left, keep=set(plan.chunk_updates), now=now)
+    created_ids = {plan.chunks[digest].id for digest in plan.created}
+    _mark_withdrawn(left=set(plan.left) - plan.gained, back=plan.gained - created_ids, now=now)
+    bump = plan.bump - created_ids
+    if bump:
+        ids = sorted(bump)
+        for batch in for_batches(ids):
+            Chunk.objects.filter(pk__in=batch).update(updated_at=now)
 
 
 def _mark_withdrawn(*, left: set[int], back: set[int], now: datetime) -> None:
@@ -353,8 +278,10 @@ def _mark_withdrawn(*, left: set[int], back: set[int], now: datetime) -> None:
 def _drop_provenance(left: dict[int, str], *, keep: set[int], now: datetime) -> None:
     ids = [pk for pk in left if pk not in keep]
     for batch in for_batches(ids):
-        for chunk in Chunk.objects.filter(pk__in=batch, standalone=True).only("id", "metadata"):
-            mine = chunk.metadata.get(PROVENANCE_KEY)
-            if isinstance(mine, dict) and mine.get("ref") == left[chunk.pk]:
-                chunk.metadata = {k: v for k, v in chunk.metadata.items() if k != PROVENANCE_KEY}
-                Chunk.objects.filter(pk=chunk.pk).update(metadata=chunk.metadata, updated_at=now)
+        for pk, metadata in Chunk.objects.filter(pk__in=batch, standalone=True).values_list(
+            "id", "metadata"
+        ):
+            mine = metadata.get(PROVENANCE_KEY)
+            if isinstance(mine, dict) and mine.get("ref") == left[pk]:
+                kept = {k: v for k, v in metadata.items() if k != PROVENANCE_KEY}
+                Chunk.objects.filter(pk=pk).update(metadata=kept, updated_at=now)

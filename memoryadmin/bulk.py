@@ -8,6 +8,7 @@ Other databases (SQLite, the embedded default) keep `bulk_create`.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -90,6 +91,117 @@ def bulk_insert(
     conflict = "ON CONFLICT DO NOTHING" if ignore_conflicts else None
     copy_rows(model, columns, rows(), conflict=conflict)
     return len(objects)
+
+
+def json_text(value: Any) -> str | None:
+    """A JSON value as the text a jsonb column takes through COPY (None: SQL NULL, as Django
+    stores a JSONField's None)."""
+    if value is None:
+        return None
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # integers past 64 bits
+        return json.dumps(value, ensure_ascii=False)
+
+
+def _given_fields(model: type[models.Model], names: Sequence[str]) -> list[models.Field]:
+    return [model._meta.get_field(name) for name in names]  # type: ignore[misc]
+
+
+def insert_values(
+    model: type[models.Model],
+    names: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    ignore_conflicts: bool = False,
+    returning: Sequence[str] = (),
+    batch_size: int = 1000,
+) -> list[tuple[Any, ...]]:
+    """Insert plain rows (values for the fields `names`, Python values as the fields hold them)
+    without a model instance per row; every other field takes its default, computed once.
+    PostgreSQL: COPY, through a scratch table with ON CONFLICT DO NOTHING when conflicts are
+    ignored, returning the `returning` columns of the rows actually inserted. Elsewhere:
+    `bulk_create`, and nothing is returned (callers look the rows up)."""
+    given = _given_fields(model, names)
+    if connection.vendor != "postgresql":
+        attnames = [f.attname for f in given]
+        objects = (model(**dict(zip(attnames, row, strict=True))) for row in rows)
+        model._default_manager.bulk_create(
+            objects, batch_size=batch_size, ignore_conflicts=ignore_conflicts
+        )
+        return []
+    fields = [f for f in model._meta.concrete_fields if not (f.primary_key and f.db_returning)]
+    position = {f.name: i for i, f in enumerate(given)}
+    # Per column: the given value's index (JSON serialised), or the field's default, once.
+    plan: list[tuple[int, bool, Any]] = []
+    for f in fields:
+        if f.name in position:
+            plan.append((position[f.name], isinstance(f, models.JSONField), None))
+        else:
+            plan.append((-1, False, f.get_db_prep_save(f.get_default(), connection)))
+
+    def prepared() -> Iterator[list[Any]]:
+        for row in rows:
+            yield [
+                (json_text(row[i]) if is_json else row[i]) if i >= 0 else constant
+                for i, is_json, constant in plan
+            ]
+
+    clauses = ["ON CONFLICT DO NOTHING"] if ignore_conflicts else []
+    if returning:
+        quote = connection.ops.quote_name
+        columns = (quote(f.column) for f in _given_fields(model, returning))
+        clauses.append("RETURNING " + ", ".join(columns))
+    conflict = " ".join(clauses) or None
+    return copy_rows(model, [f.column for f in fields], prepared(), conflict=conflict)
+
+
+def update_values(
+    model: type[models.Model],
+    names: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    batch_size: int = 1000,
+) -> int:
+    """Set the fields `names` of existing rows: each row is (primary key, *values). PostgreSQL:
+    COPY into a scratch table and one UPDATE … FROM it. Elsewhere: `bulk_update`. Returns how
+    many rows were given."""
+    rows = list(rows)
+    if not rows:
+        return 0
+    given = _given_fields(model, names)
+    if connection.vendor != "postgresql":
+        attnames = [f.attname for f in given]
+        objects = [model(pk=row[0], **dict(zip(attnames, row[1:], strict=True))) for row in rows]
+        model._default_manager.bulk_update(objects, list(names), batch_size=batch_size)
+        return len(rows)
+    quote = connection.ops.quote_name
+    table = quote(model._meta.db_table)
+    pk = quote(model._meta.pk.column)
+    columns = [quote(f.column) for f in given]
+    json_at = [i + 1 for i, f in enumerate(given) if isinstance(f, models.JSONField)]
+    # one scratch table per column set (a second call in the transaction may set others)
+    key = hashlib.sha1(",".join(columns).encode(), usedforsecurity=False).hexdigest()[:8]
+    scratch = quote(f"copy_update_{model._meta.db_table}_{key}")
+    names_sql = ", ".join([pk, *columns])
+    with connection.cursor() as cursor, connection.wrap_database_errors:
+        cursor.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS {scratch} ON COMMIT DROP AS "  # noqa: S608
+            f"SELECT {names_sql} FROM {table} WITH NO DATA"
+        )
+        cursor.execute(f"TRUNCATE {scratch}")
+        with cursor.cursor.copy(f"COPY {scratch} ({names_sql}) FROM STDIN") as copy:
+            for row in rows:
+                values = list(row)
+                for i in json_at:
+                    values[i] = json_text(values[i])
+                copy.write_row(values)
+        assignments = ", ".join(f"{c} = s.{c}" for c in columns)
+        cursor.execute(
+            f"UPDATE {table} SET {assignments} FROM {scratch} s "  # noqa: S608
+            f"WHERE {table}.{pk} = s.{pk}"
+        )
+    return len(rows)
 
 
 # Values PostgreSQL's get_db_prep_save hands on unchanged, by the exact field classes that take

@@ -12,6 +12,7 @@ from typing import Any
 
 from bench.steps.helpers import _team, _user
 from bench.steps.measure import Probe
+from bench.steps.sources import embedding_deferred
 
 # -- reviews --------------------------------------------------------------------------------
 
@@ -31,7 +32,7 @@ def review_index(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
     from reviews.models import Memory
     from reviews.services.repositories import repository_sync
 
-    with probe():
+    with embedding_deferred(), probe():
         repository = repository_sync(repository_id=args["repository_id"])
     if not repository.last_sync_ok:
         raise RuntimeError(f"sync failed: {repository.last_error}")
@@ -75,8 +76,13 @@ def review_approve(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
             "pk", flat=True
         )
     )
+    # A batch approval comes through a page or the API, in a process whose URLconf is loaded;
+    # the step's fresh process would import every app's views (~3 s) at the first reverse().
+    from django.urls import get_resolver
+
+    get_resolver().url_patterns  # noqa: B018
     start = time.time()
-    with probe():
+    with embedding_deferred(), probe():
         decisions = proposals_review(
             actor=Actor(user=user), team=_team(team_slug), memory_ids=ids, kind="approve"
         ).decisions

@@ -34,10 +34,15 @@ class MemoryText:
 
 def memory_text(memory: Memory) -> MemoryText:
     title = masked_title(memory.title)
-    body = secrets_mask(memory.body)[0] if memory.body else memory.body
+    body = masked_body(memory.body)
     front_matter = secrets_mask_front_matter(memory.front_matter)
     masked = (title, body, front_matter) != (memory.title, memory.body, memory.front_matter)
     return MemoryText(title=title, body=body, front_matter=front_matter, masked=masked)
+
+
+def masked_body(body: str) -> str:
+    """A memory's body as it may be shown or stored in a decision (`memory_text`'s body)."""
+    return secrets_mask(body)[0] if body else body
 
 
 def masked_title(title: str) -> str:

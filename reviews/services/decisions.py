@@ -29,7 +29,7 @@ from reviews.models import (
     PushState,
 )
 from reviews.services.approvals import _first_approvals
-from reviews.services.content import masked_title, memory_text
+from reviews.services.content import masked_body, masked_title
 from reviews.task_names import REPOSITORY_PUSH_PENDING
 from webhooks import events as webhook_events
 from webhooks.emit import event_emit
@@ -216,7 +216,7 @@ def _decision_create(
                 ref=m.ref,
                 title=masked_title(m.title)[:1000],  # what history and commits show
                 type=m.type,
-                body=memory_text(m).body,  # the decided proposal's page shows it, masked
+                body=masked_body(m.body),  # the decided proposal's page shows it, masked
                 path=m.path,
                 blob_sha=m.blob_sha,
                 supersedes=m.supersedes,

@@ -13,7 +13,7 @@ from django.utils import timezone
 from formats import memoryrail
 from formats.memoryrail.secrets import secrets_mask_field
 from memoryadmin.audit import Actor, audit_record
-from memoryadmin.bulk import bulk_insert
+from memoryadmin.bulk import insert_values, json_loads, stream_rows, update_values
 from reviews.git import WorkingCopy
 from reviews.models import Memory, MemoryStatus, Repository, SyncState
 from reviews.services.routing import assignments_refresh
@@ -141,6 +141,8 @@ _FIELDS = (
     "has_secret",
     "is_stale",
 )
+_AT = {name: i for i, name in enumerate(("pk", "memory_id", *_FIELDS))}  # in a held row
+_NEW_FIELDS = ("team", "repository", "indexed_at", "memory_id", *_FIELDS)
 
 
 @transaction.atomic
@@ -167,36 +169,36 @@ def index_store(*, repository: Repository, snapshot: IndexSnapshot) -> Repositor
     repository.last_error = ""
     repository.review_mode = snapshot.config.review
     repository.save()
-    existing = {m.memory_id: m for m in Memory.objects.filter(repository=repository)}
+    # plain values both ways: a Memory instance per row was a third of storing an index
+    held = Memory.objects.filter(repository=repository).values_list("pk", "memory_id", *_FIELDS)
+    existing = {row[1]: row for row in stream_rows(held, itersize=2000, json_loads=json_loads)}
     seen = set()
-    to_create: list[Memory] = []
-    # rows by the fields that changed: bulk_update writes a CASE per field and row, and after
-    # a batch approval only status, updated and the blob moved (5 fields of 21)
-    to_update: dict[tuple[str, ...], list[Memory]] = {}
+    to_create: list[tuple[Any, ...]] = []
+    # rows by the fields that changed: after a batch approval only status, updated and the
+    # blob moved (5 fields of 21)
+    to_update: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
     new_proposals: list[dict[str, Any]] = []
     for row in snapshot.rows:
         seen.add(row["memory_id"])
         current = existing.get(row["memory_id"])
         if row["status"] == MemoryStatus.PROPOSED and (
-            current is None or current.status != MemoryStatus.PROPOSED
+            current is None or current[_AT["status"]] != MemoryStatus.PROPOSED
         ):
             new_proposals.append(row)  # a new id, or one proposed again
         if current is None:
             to_create.append(
-                Memory(team_id=repository.team_id, repository=repository, indexed_at=now, **row)
+                (repository.team_id, repository.pk, now, row["memory_id"], *map(row.get, _FIELDS))
             )
-        elif current.blob_sha != row["blob_sha"] or any(
-            getattr(current, name) != row[name] for name in ("stale", "added_commit")
+        elif current[_AT["blob_sha"]] != row["blob_sha"] or any(
+            current[_AT[name]] != row[name] for name in ("stale", "added_commit")
         ):
-            changed = tuple(name for name in _FIELDS if getattr(current, name) != row[name])
-            for name in changed:
-                setattr(current, name, row[name])
-            current.indexed_at = now
-            to_update.setdefault(changed, []).append(current)
-    bulk_insert(Memory, to_create, batch_size=500)
+            changed = tuple(name for name in _FIELDS if current[_AT[name]] != row[name])
+            values = (current[0], *(row[name] for name in changed), now)
+            to_update.setdefault(changed, []).append(values)
+    insert_values(Memory, _NEW_FIELDS, to_create, batch_size=500)
     for fields, rows in to_update.items():
-        Memory.objects.bulk_update(rows, [*fields, "indexed_at"], batch_size=500)
-    gone = [pk for memory_id, m in existing.items() if memory_id not in seen for pk in [m.pk]]
+        update_values(Memory, [*fields, "indexed_at"], rows, batch_size=500)
+    gone = [row[0] for memory_id, row in existing.items() if memory_id not in seen]
     if gone:
         Memory.objects.filter(pk__in=gone).delete()
     assignments_refresh(repository=repository)

@@ -9,6 +9,7 @@ from formats import memoryrail
 from formats.memoryrail.secrets import secrets_masked
 from memoryadmin import errors
 from memoryadmin.audit import Actor, audit_record
+from memoryadmin.bulk import json_loads, stream_rows
 from memoryadmin.models import Scope
 from memoryadmin.permissions import actor_require
 from memoryadmin.queue import enqueue_on_commit
@@ -70,27 +71,30 @@ def commit_message(decision: Decision) -> str:
 def apply_decision(copy: WorkingCopy, decision: Decision, *, now: str) -> None:
     """Change the working copy as the decision says; raise Conflict if upstream moved the file."""
     blobs = copy.blob_shas(memoryrail.MEMORIES_DIR)
-    items = decision.items.select_related("memory").only(
+    # values, not instances: 1,000 items with their memories' front matter took seconds
+    items = decision.items.order_by("pk").values_list(
         "path", "ref", "blob_sha", "memory__blob_sha", "memory__front_matter"
     )
-    for item in items:
-        current = blobs.get(item.path)
+    # read them all first: a Conflict raised while the cursor's transaction is open would
+    # mark the caller's transaction as failed
+    rows = list(stream_rows(items, itersize=1000, json_loads=json_loads))
+    for path, ref, blob_sha, indexed_blob, indexed_meta in rows:
+        current = blobs.get(path)
         if current is None:
-            raise Conflict(f"{item.ref} was removed upstream after it was reviewed")
-        if current != item.blob_sha:
-            raise Conflict(f"{item.ref} was changed upstream after it was reviewed")
+            raise Conflict(f"{ref} was removed upstream after it was reviewed")
+        if current != blob_sha:
+            raise Conflict(f"{ref} was changed upstream after it was reviewed")
         # The index read these very bytes strictly: its front matter lets a file our writer
         # wrote be read back without a second YAML parse (memoryrail.read_written).
-        indexed = item.memory
-        known = indexed.front_matter if indexed and indexed.blob_sha == current else None
-        data = (copy.path / item.path).read_bytes()
-        memory, _ = memoryrail.parse_memory(data, path=item.path, known_meta=known)
+        known = indexed_meta if indexed_blob == current else None
+        data = (copy.path / path).read_bytes()
+        memory, _ = memoryrail.parse_memory(data, path=path, known_meta=known)
         if memory is None or memory.status != "proposed":
-            raise Conflict(f"{item.ref} is no longer a readable proposal")
+            raise Conflict(f"{ref} is no longer a readable proposal")
         if decision.kind == DecisionKind.REJECT:
-            copy.remove_file(item.path)
+            copy.remove_file(path)
             continue
-        copy.write_file(item.path, memoryrail.approve(memory, now=now))
+        copy.write_file(path, memoryrail.approve(memory, now=now))
         if memory.supersedes:
             old_path = f"{memoryrail.MEMORIES_DIR}/{memory.supersedes}.md"
             if (copy.path / old_path).is_file():

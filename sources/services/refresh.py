@@ -35,6 +35,7 @@ from sources.snapshots import (
     INSERT_BATCH,
     StoredRecord,
     previous_state,
+    served_rows,
     snapshot_create,
     snapshot_touch,
 )
@@ -376,5 +377,5 @@ def _refresh_succeeded(
     )
     _health_change(source, previous, "refresh succeeded")
     if not mirror_current:
-        announce(source)
+        announce(source, records=served_rows(result, rows, changed=changed))
     return run

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bundles.models import Chunk
-from memoryadmin.bulk import bulk_insert
+from memoryadmin.bulk import bulk_insert, insert_values, update_values
 
 pytestmark = pytest.mark.django_db
 
@@ -117,3 +117,60 @@ def _connection():
     from django.db import connection
 
     return connection
+
+
+# -- insert_values / update_values: plain rows, no model instance per row ---------------------
+
+VALUE_FIELDS = ("team", "content", "content_hash", "memory_type", "tags", "metadata", "created_at")
+
+
+def _values(team, content: str) -> tuple:
+    digest = hashlib.sha256(content.encode()).hexdigest()
+    return (team.pk, content, digest, "fact", ["a", "ü"], {"n": {"l": [1, 2.5, None]}}, WHEN)
+
+
+def test_it_inserts_plain_rows_with_the_other_fields_defaulted(team):
+    insert_values(Chunk, VALUE_FIELDS, [_values(team, "tab\there \\ back")])
+    chunk = Chunk.objects.get(team=team)
+    assert (chunk.content, chunk.tags, chunk.metadata) == (
+        "tab\there \\ back",
+        ["a", "ü"],
+        {"n": {"l": [1, 2.5, None]}},
+    )
+    assert chunk.created_at == WHEN
+    assert (chunk.standalone, chunk.zone, chunk.secret_findings) == (True, "standard", [])
+
+
+def test_it_returns_only_the_rows_it_inserted_past_conflicts(team):
+    from django.db import connection
+
+    insert_values(Chunk, VALUE_FIELDS, [_values(team, "one")])
+    returned = insert_values(
+        Chunk,
+        VALUE_FIELDS,
+        [_values(team, "two"), _values(team, "one")],
+        ignore_conflicts=True,
+        returning=("id", "content"),
+    )
+    two = Chunk.objects.get(team=team, content="two")
+    # PostgreSQL returns the inserted rows; elsewhere nothing (callers look them up)
+    assert returned == ([(two.pk, "two")] if connection.vendor == "postgresql" else [])
+    assert Chunk.objects.filter(team=team).count() == 2
+
+
+def test_it_sets_fields_of_existing_rows_json_included(team):
+    insert_values(Chunk, VALUE_FIELDS, [_values(team, "one"), _values(team, "two")])
+    one, two = Chunk.objects.filter(team=team).order_by("content")
+    assert (
+        update_values(
+            Chunk,
+            ("memory_type", "metadata", "valid_until"),
+            [(one.pk, "decision", {"x": ["y"]}, WHEN), (two.pk, "fact", {}, None)],
+        )
+        == 2
+    )
+    one.refresh_from_db()
+    two.refresh_from_db()
+    assert (one.memory_type, one.metadata, one.valid_until) == ("decision", {"x": ["y"]}, WHEN)
+    assert (two.memory_type, two.metadata, two.valid_until) == ("fact", {}, None)
+    assert update_values(Chunk, ("memory_type",), []) == 0

@@ -1,0 +1,170 @@
+"""The chunks a reconcile works with, as values: the held ones read by hash, the missing ones
+COPY-ed in one statement (their ids come back from it), and the owners other groups give them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from bundles.mirrored import MirrorResult, Wanted
+from bundles.models import Chunk, ChunkOrigin
+from memoryadmin.batching import LOOKUP_BATCH, for_batches
+from memoryadmin.bulk import insert_values, json_loads, stream_rows
+from memoryadmin.models import Team
+
+
+@dataclass(slots=True)
+class Held:
+    """A chunk as the reconcile compares and rewrites it (read as values)."""
+
+    id: int
+    content_hash: str
+    memory_type: str
+    tags: list[str]
+    zone: str
+    is_pinned: bool
+    metadata: dict[str, Any]
+    valid_until: datetime | None
+    is_dna: bool
+    standalone: bool
+
+
+_HELD_FIELDS = (
+    "id",
+    "content_hash",
+    "memory_type",
+    "tags",
+    "zone",
+    "is_pinned",
+    "metadata",
+    "valid_until",
+    "is_dna",
+    "standalone",
+)
+
+
+@dataclass(slots=True)
+class HeldOrigin:
+    id: int | None
+    ref: str
+    chunk_id: int
+    active: bool
+    expires_at: datetime | None
+    metadata: Any
+
+
+def chunks_by_hash(team: Team, hashes: Iterable[str]) -> dict[str, Held]:
+    hashes = list(hashes)
+    found: dict[str, Held] = {}
+    for batch in for_batches(hashes):
+        # order_by(): keep SQLite on the (team, content_hash) unique index.
+        values = (
+            Chunk.objects.filter(team=team, content_hash__in=batch)
+            .order_by()
+            .values_list(*_HELD_FIELDS)
+        )
+        for row in stream_rows(values, itersize=LOOKUP_BATCH, json_loads=json_loads):
+            found[row[1]] = Held(*row)
+    return found
+
+
+def other_active_refs(group: str, chunk_ids: Iterable[int]) -> dict[int, str]:
+    """chunk id -> the smallest active ref of another group (the owner, if smaller than ours)."""
+    ids = list(chunk_ids)
+    owners: dict[int, str] = {}
+    for batch in for_batches(ids):
+        rows = (
+            ChunkOrigin.objects.filter(chunk_id__in=batch, active=True)
+            .exclude(group=group)
+            .values_list("chunk_id", "ref")
+        )
+        for chunk_id, ref in rows:
+            if chunk_id not in owners or ref < owners[chunk_id]:
+                owners[chunk_id] = ref
+    return owners
+
+
+_NEW_CHUNK_FIELDS = (
+    "team",
+    "content",
+    "content_hash",
+    "memory_type",
+    "tags",
+    "zone",
+    "is_pinned",
+    "metadata",
+    "valid_until",
+    "origin",
+    "is_dna",
+    "standalone",
+    "created_at",
+    "updated_at",
+)
+
+
+def chunks_for(
+    team: Team,
+    kind: str,
+    parsed: dict[str, Wanted],
+    now: datetime,
+    result: MirrorResult,
+) -> tuple[dict[str, Held], set[str]]:
+    """The chunk of every wanted text by hash, inserting the texts no chunk holds yet (the
+    origins need their ids); returns them and the hashes inserted."""
+    chunks = chunks_by_hash(team, {w.content_hash for w in parsed.values()})
+    missing: dict[str, Wanted] = {}
+    for wanted in parsed.values():
+        if wanted.content_hash not in chunks:
+            missing.setdefault(wanted.content_hash, wanted)
+    if not missing:
+        return chunks, set()
+    rows = [
+        (
+            team.pk,
+            w.item.content,
+            digest,
+            w.item.memory_type,
+            list(w.item.tags),
+            w.item.zone,
+            w.item.is_pinned,
+            w.metadata,
+            w.item.expires_at,
+            kind,
+            w.is_dna,
+            False,
+            now,
+            now,
+        )
+        for digest, w in missing.items()
+    ]
+    inserted = insert_values(
+        Chunk,
+        _NEW_CHUNK_FIELDS,
+        rows,
+        ignore_conflicts=True,  # a concurrent import of the same text must not fail this
+        returning=("id", "content_hash"),
+        batch_size=LOOKUP_BATCH,
+    )
+    result.chunks_created = len(missing)
+    for pk, digest in inserted:
+        w = missing[digest]
+        chunks[digest] = Held(
+            id=pk,
+            content_hash=digest,
+            memory_type=w.item.memory_type,
+            tags=list(w.item.tags),
+            zone=w.item.zone,
+            is_pinned=w.item.is_pinned,
+            metadata=w.metadata,
+            valid_until=w.item.expires_at,
+            is_dna=w.is_dna,
+            standalone=False,
+        )
+    # Elsewhere than PostgreSQL nothing is returned; a concurrent insert is not returned either
+    unseen = [digest for digest in missing if digest not in chunks]
+    if unseen:
+        chunks.update(chunks_by_hash(team, unseen))
+    return chunks, set(missing)
