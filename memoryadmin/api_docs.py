@@ -62,6 +62,11 @@ AREAS: tuple[Area, ...] = (
         ("/api/me/", "/api/members/", "/api/invitations/", "/api/tokens/"),
     ),
     Area("Usage", "What agents were served, counted per memory and reader.", ("/api/usage/",)),
+    Area(
+        "Audit",
+        "The team's audit log: who changed what and when, with the Audit page's filters.",
+        ("/api/audit/",),
+    ),
 )
 
 METHODS = ("get", "put", "post", "patch", "delete")

@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
 
 from bundles.mcp import mcp_view
 from bundles.usage.views import usage_page
-from memoryadmin import api_views, member_api, member_views, token_api, views
+from memoryadmin import api_views, audit_api, member_api, member_views, token_api, views
 from memoryadmin.middleware import content_security_policy_extend
 
 # Redoc styles its page at run time (styled-components' <style> elements) and runs its search
@@ -59,6 +59,7 @@ urlpatterns = [
         member_api.InvitationDetail.as_view(),
         name="api-invitation-detail",
     ),
+    path("api/audit/", audit_api.AuditList.as_view(), name="api-audit-list"),
     path("api/", include("sources.api_urls")),
     path("api/", include("reviews.api_urls")),
     path("api/", include("webhooks.api_urls")),

@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memoryadmin.api import TeamFilterBackend
 from memoryadmin.api_errors import AUTH_ERRORS, error_responses
 from memoryadmin.api_views import (
     CreateByService,
@@ -23,7 +24,8 @@ from memoryadmin.api_views import (
 )
 from memoryadmin.models import Scope
 from webhooks import selectors
-from webhooks.models import WebhookEndpoint
+from webhooks.filters import DeliveryFilterSet
+from webhooks.models import WebhookDelivery, WebhookEndpoint
 from webhooks.serializers import (
     DeliverySerializer,
     EndpointInputSerializer,
@@ -198,3 +200,23 @@ class EndpointEndOverlap(EndpointView, APIView):
         return self.answer(
             endpoints.endpoint_end_overlap(actor=self.actor, endpoint=self.team_object())
         )
+
+
+@extend_schema_view(
+    get=extend_schema(
+        summary="A webhook endpoint's deliveries",
+        description="Newest first, never the payload or the signature. The endpoint page's "
+        "filters: `q` (event, error), `event` (starts with), `state`, `status` (HTTP), "
+        "`after`, `before`, `sort`. A bad value is 400 `invalid-filter`.",
+        responses={200: DeliverySerializer(many=True), **error_responses(*AUTH_ERRORS, 400, 404)},
+    )
+)
+class DeliveryList(EndpointView, generics.ListAPIView):
+    required_scopes = {"GET": MANAGE}
+    serializer_class = DeliverySerializer
+    queryset = WebhookDelivery.objects.none()  # the schema's model; get_queryset is the team's
+    filter_backends = [TeamFilterBackend]
+    filterset_class = DeliveryFilterSet  # the endpoint page's
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return selectors.deliveries_for(self.team_object())

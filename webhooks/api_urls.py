@@ -8,6 +8,9 @@ urlpatterns = [
     path("webhooks/", api.EndpointList.as_view(), name="api-webhook-list"),
     path("webhooks/<int:pk>/", api.EndpointDetail.as_view(), name="api-webhook-detail"),
     path("webhooks/<int:pk>/rotate/", api.EndpointRotate.as_view(), name="api-webhook-rotate"),
+    path(
+        "webhooks/<int:pk>/deliveries/", api.DeliveryList.as_view(), name="api-webhook-deliveries"
+    ),
     path("webhooks/<int:pk>/test/", api.EndpointTest.as_view(), name="api-webhook-test"),
     path(
         "webhooks/<int:pk>/end-overlap/",

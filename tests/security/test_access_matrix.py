@@ -221,8 +221,10 @@ APIS = [
     Api("api-webhook-detail", "DELETE", Scope.TEAM_MANAGE, ok=204, pk="endpoint"),
     Api("api-webhook-rotate", "POST", Scope.TEAM_MANAGE, body={}, pk="endpoint"),
     # the world's endpoint is example.org: the test answers 200 with code dns-failed
+    Api("api-webhook-deliveries", "GET", Scope.TEAM_MANAGE, pk="endpoint"),
     Api("api-webhook-test", "POST", Scope.TEAM_MANAGE, body={}, pk="endpoint"),
     Api("api-webhook-end-overlap", "POST", Scope.TEAM_MANAGE, ok=409, body={}, pk="endpoint"),
+    Api("api-audit-list", "GET", Scope.TEAM_MANAGE),
     Api("api-member-list", "GET", Scope.TEAM_MANAGE),
     Api("api-member-detail", "GET", Scope.TEAM_MANAGE, pk="membership"),
     Api("api-member-detail", "PATCH", Scope.TEAM_MANAGE, body={"role": "admin"}, pk="membership"),
