@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('bundles', '0010_import_runs'),
+        ('bundles', '0011_agents_memory_links_index'),
         ('memoryadmin', '0005_invitation'),
         ('reviews', '0005_decision_item_text'),
     ]
