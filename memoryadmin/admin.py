@@ -18,6 +18,7 @@ from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters
 
 from memoryadmin.audit import Actor
+from memoryadmin.listing import FORMULA_STARTS
 from memoryadmin.models import ApiToken, AuditEvent, Membership, Team
 from memoryadmin.services import (
     account_state,
@@ -92,9 +93,6 @@ class ApiTokenAdmin(ReadOnlyAdmin):
         "revoked_by",
         "last_used_at",
     ]
-
-
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _cell(value: str) -> str:

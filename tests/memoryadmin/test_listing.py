@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryadmin.audit import Actor, audit_record
-from memoryadmin.listing import Column, csv_cell, csv_lines
+from memoryadmin.listing import Column, csv_cell, csv_chunks
 from memoryadmin.models import ApiToken, AuditEvent, Role, Scope
 from memoryadmin.tokens import token_create, token_revoke
 from sources.models import Health, Source, SourceKind, SourceState
@@ -47,10 +47,10 @@ def test_it_makes_formula_starts_literal_in_csv_cells(value, cell):
 
 
 def test_it_quotes_csv_lines_like_the_csv_module():
-    lines = list(
-        csv_lines([Column("a", lambda r: r[0]), Column("b", lambda r: r[1])], [("x,y", 'q"')])
+    text = "".join(
+        csv_chunks([Column("a", lambda r: r[0]), Column("b", lambda r: r[1])], [("x,y", 'q"')])
     )
-    assert lines == ["a,b\r\n", '"x,y","q"""\r\n']
+    assert text == 'a,b\r\n"x,y","q"""\r\n'
 
 
 # ----------------------------------------------------------------------------- audit
