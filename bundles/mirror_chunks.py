@@ -5,7 +5,7 @@ COPY-ed in one statement (their ids come back from it), and the owners other gro
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -32,18 +32,7 @@ class Held:
     standalone: bool
 
 
-_HELD_FIELDS = (
-    "id",
-    "content_hash",
-    "memory_type",
-    "tags",
-    "zone",
-    "is_pinned",
-    "metadata",
-    "valid_until",
-    "is_dna",
-    "standalone",
-)
+_HELD_FIELDS = tuple(f.name for f in fields(Held))  # read in the dataclass's order
 
 
 @dataclass(slots=True)
