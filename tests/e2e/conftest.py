@@ -16,6 +16,8 @@ Fixtures and helpers for writing an e2e test (sources, reviews, ... add theirs b
   ``"pw-" + username``.
 - ``shot(page, name)``: saves ``test-artifacts/e2e/<test>/<nn>-<name>.png`` (``nn`` counts up
   within the test; the folder is emptied at the test's first shot and is git-ignored).
+- ``synced_repository``: a repository "app" of ``team`` on a fresh local bare remote, synced once
+  (its data dir under ``tmp_path``, local remotes allowed).
 - Assert with ``playwright.sync_api.expect`` (it waits and retries); never sleep.
 """
 
@@ -146,3 +148,26 @@ def shot(page: Page, name: str) -> Path:
     path = folder / f"{_shot_counts[test]:02d}-{re.sub(r'[^A-Za-z0-9_.-]+', '-', name)}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+@pytest.fixture
+def synced_repository(page: Page, team, settings, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """The team's repository "app" on a fresh bare remote, synced (requests ``page`` so the ORM
+    calls run while the browser allows them and the rows are visible to the live server)."""
+    from django.db import transaction
+
+    from memoryadmin.audit import Actor
+    from reviews.services.repositories import repository_create, repository_sync
+    from tests.reviews.conftest import make_remote
+
+    settings.DATA_DIR = tmp_path / "data"
+    settings.DATA_DIR.mkdir()
+    settings.REPOSITORY_ALLOW_LOCAL_REMOTES = True
+    remote = make_remote(tmp_path / "git")
+    with transaction.atomic():
+        repository = repository_create(
+            actor=Actor.system(), team=team, name="app", remote_url=remote.url
+        )
+    repository_sync(repository_id=repository.pk)
+    repository.refresh_from_db()
+    return repository

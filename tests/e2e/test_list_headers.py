@@ -6,15 +6,12 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.db import transaction
 from playwright.sync_api import Browser, Page, expect
 
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Role
 from reviews.models import Memory
-from reviews.services.repositories import repository_create, repository_sync
 from tests.e2e.conftest import EXPECT_TIMEOUT_MS, login, shot
-from tests.reviews.conftest import make_remote
 
 pytestmark = pytest.mark.e2e
 
@@ -68,17 +65,9 @@ def test_it_sorts_the_audit_log_by_clicking_its_headers_without_javascript(
 
 
 def test_it_rerenders_a_refused_batch_on_the_page_the_reviewer_was_on(
-    page: Page, live_server, team, make_user, settings, tmp_path
+    page: Page, live_server, team, make_user, synced_repository
 ) -> None:  # type: ignore[no-untyped-def]
-    settings.DATA_DIR = tmp_path / "data"
-    settings.DATA_DIR.mkdir()
-    settings.REPOSITORY_ALLOW_LOCAL_REMOTES = True
-    remote = make_remote(tmp_path / "git")
-    with transaction.atomic():
-        repository = repository_create(
-            actor=Actor.system(), team=team, name="app", remote_url=remote.url
-        )
-    repository_sync(repository_id=repository.pk)
+    repository = synced_repository
     base = Memory.objects.filter(repository=repository).first()
     Memory.objects.bulk_create(
         Memory(

@@ -6,14 +6,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.db import transaction
 from playwright.sync_api import Page, expect
 
-from memoryadmin.audit import Actor
 from memoryadmin.models import Role
-from reviews.services.repositories import repository_create, repository_sync
 from tests.e2e.conftest import login, shot
-from tests.reviews.conftest import make_remote
 
 pytestmark = pytest.mark.e2e
 
@@ -29,17 +25,8 @@ def _h1(page: Page):  # type: ignore[no-untyped-def]
 
 
 def test_it_reviews_with_keys_lands_on_the_next_and_keeps_a_failed_batch(
-    page: Page, live_server, team, make_user, settings, tmp_path
+    page: Page, live_server, team, make_user, synced_repository
 ) -> None:  # type: ignore[no-untyped-def]
-    settings.DATA_DIR = tmp_path / "data"
-    settings.DATA_DIR.mkdir()
-    settings.REPOSITORY_ALLOW_LOCAL_REMOTES = True
-    remote = make_remote(tmp_path / "git")
-    with transaction.atomic():
-        repository = repository_create(
-            actor=Actor.system(), team=team, name="app", remote_url=remote.url
-        )
-    repository_sync(repository_id=repository.pk)
     make_user("rita", team=team, role=Role.REVIEWER)
     login(page, live_server, "rita", "pw-rita")
     page.goto(f"{live_server.url}/t/{team.slug}/reviews/")
