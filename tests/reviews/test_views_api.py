@@ -30,18 +30,17 @@ def test_it_lists_the_queue_with_flags_for_a_viewer(client, viewer_user, reposit
     assert "1 proposal waiting" in response.content.decode()
 
 
-def test_it_keeps_the_queue_query_count_flat_with_thousands(
-    client, reviewer_user, repository, django_assert_max_num_queries
-):
+def _bulk_attempts(repository, count: int) -> None:  # type: ignore[no-untyped-def]
+    """`count` proposed attempts beside one real proposal file (rows only, no files)."""
     base = proposal(repository, ATTEMPT)
     Memory.objects.bulk_create(
         Memory(
             team=repository.team,
             repository=repository,
             memory_id=f"20260301-bulk-{n}",
-            ref=f"ATT-{n:04x}"[:8],
+            ref=f"BLK-{n:04x}",
             type="attempt",
-            title=f"Bulk {n}",
+            title=f"Bulk {n:03d}",
             status="proposed",
             path=f".memoryrail/memories/20260301-bulk-{n}.md",
             blob_sha="0" * 40,
@@ -49,8 +48,14 @@ def test_it_keeps_the_queue_query_count_flat_with_thousands(
             updated=base.updated,
             added_at=base.added_at,
         )
-        for n in range(3000)
+        for n in range(count)
     )
+
+
+def test_it_keeps_the_queue_query_count_flat_with_thousands(
+    client, reviewer_user, repository, django_assert_max_num_queries
+):
+    _bulk_attempts(repository, 3000)
     client.force_login(reviewer_user)
     url = reverse("review-queue", args=["alpha"])
     client.get(url)  # warm the session and role caches
@@ -303,27 +308,6 @@ def test_it_keeps_a_refused_batch_and_marks_the_row_that_blocks(
     assert response.status_code == 302
     decided = {i.memory_key for i in Decision.objects.get().items.all()}
     assert decided == {SQLITE, ATTEMPT}
-
-
-def _bulk_attempts(repository, count: int) -> None:  # type: ignore[no-untyped-def]
-    base = proposal(repository, ATTEMPT)
-    Memory.objects.bulk_create(
-        Memory(
-            team=repository.team,
-            repository=repository,
-            memory_id=f"20260301-bulk-{n}",
-            ref=f"BLK-{n:04x}",
-            type="attempt",
-            title=f"Bulk {n:03d}",
-            status="proposed",
-            path=f".memoryrail/memories/20260301-bulk-{n}.md",
-            blob_sha="0" * 40,
-            created=base.created,
-            updated=base.updated,
-            added_at=base.added_at,
-        )
-        for n in range(count)
-    )
 
 
 def test_it_rerenders_a_refused_batch_on_the_page_sort_and_filters_it_was_sent_from(
