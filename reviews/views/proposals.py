@@ -9,13 +9,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.safestring import mark_safe
-from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
 from formats import memoryrail
 from memoryadmin.audit import Actor
 from memoryadmin.models import Team
 from memoryadmin.permissions import Action, user_can
+from memoryadmin.templatetags.memoryadmin_format import counted
 from memoryadmin.web import team_view
 from reviews import selectors
 from reviews.diffs import inline_diff
@@ -330,10 +330,7 @@ def review_batch(request: HttpRequest) -> HttpResponse:
     if decided:
         commits = len(outcome.decisions)
         messages.success(
-            request,
-            ngettext("Recorded %(n)d decision", "Recorded %(n)d decisions", decided)
-            % {"n": decided}
-            + ngettext(" in %(n)d commit.", " in %(n)d commits.", commits) % {"n": commits},
+            request, f"Recorded {counted(decided, 'decision')} in {counted(commits, 'commit')}."
         )
     if firsts:
         refs = ", ".join(a.memory.ref for a in firsts)
