@@ -33,6 +33,7 @@ from memoryadmin.audit import Actor
 from memoryadmin.listing import listing, wants_csv
 from memoryadmin.models import AuditEvent, Team
 from memoryadmin.permissions import Action, user_can
+from memoryadmin.templatetags.memoryadmin_format import counted
 from memoryadmin.web import team_view
 
 RECENT_RUNS = 10  # the imports the Brain page lists with their undo links
@@ -195,16 +196,17 @@ def brain_import(request: HttpRequest) -> HttpResponse:
     chunks = result["report"]["chunks"]
     proposals = result["report"].get("proposals")
     proposed = (
-        f" {proposals['proposed']} DNA chunks proposed for review "
+        f" {counted(proposals['proposed'], 'DNA chunk')} proposed for review "
         f"({proposals['skipped_secret']} held back for possible secrets)."
         if proposals
         else ""
     )
     messages.success(
         request,
-        f"Imported: {chunks['inserted']} chunks inserted, {chunks['skipped_duplicate']} "
-        f"duplicates, {chunks['skipped_invalid']} invalid, "
-        f"{len(result['report']['warnings'])} warnings (see Recent imports).{proposed}",
+        f"Imported: {counted(chunks['inserted'], 'chunk')} inserted, "
+        f"{counted(chunks['skipped_duplicate'], 'duplicate')}, {chunks['skipped_invalid']} "
+        f"invalid, {counted(len(result['report']['warnings']), 'warning')} "
+        f"(see Recent imports).{proposed}",
     )
     return redirect("brain", team_slug=team.slug)
 
