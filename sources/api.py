@@ -7,7 +7,7 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
-from rest_framework import generics, status
+from rest_framework import generics, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -19,8 +19,8 @@ from memoryadmin.models import Scope
 from sources import selectors
 from sources.api_admin import SourceCreate, SourceUpdate, SourceView, credential_from
 from sources.fetchers import Credential
-from sources.filters import SourceFilterSet
-from sources.models import Source
+from sources.filters import RecordFilterSet, SourceFilterSet
+from sources.models import Health, Record, Source
 from sources.serializers import (
     RefreshRunSerializer,
     SourceAddInputSerializer,
@@ -162,6 +162,47 @@ class SourceCredentialView(SourceView, APIView):
 
     def _set(self, source: Source, credential: Credential | None) -> Source:
         return source_credential_set(actor=self.actor, source=source, credential=credential)
+
+
+class RecordSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Record
+        fields = [
+            "record_id",
+            "kind",
+            "scope",
+            "title",
+            "path",
+            "tags",
+            "created",
+            "updated",
+            "expires",
+        ]
+
+
+@extend_schema_view(
+    get=extend_schema(
+        summary="A source's active records, as its page lists them",
+        description="The records the source serves now (expiry applied at the time of the "
+        "request), with the source page's filters (`q`, `kind`, `scope`, `sort`) and "
+        "`limit`/`offset`; a bad value is 400 `invalid-filter`. Empty while the source was "
+        "never read or is denied (401/403): its page shows no records then either. The "
+        "records' text, for agents: `GET /api/context/`.",
+        responses={200: RecordSerializer(many=True), **error_responses(*AUTH_ERRORS, 400, 404)},
+    )
+)
+class SourceRecordsView(SourceView, generics.ListAPIView):
+    required_scopes = {"GET": Scope.SOURCES_READ}
+    serializer_class = RecordSerializer
+    queryset = Record.objects.none()  # the schema's model; get_queryset is the source's
+    filter_backends = [TeamFilterBackend]
+    filterset_class = RecordFilterSet  # the source page's
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        source = self.team_object()
+        if source.current_snapshot_id is None or source.health == Health.DENIED:
+            return Record.objects.none()
+        return selectors.active_records(source).defer("body", "provenance", "extensions")
 
 
 class SourceLatestRunView(SourceView, APIView):
