@@ -180,10 +180,7 @@ def brain_import(request: HttpRequest) -> HttpResponse:
     try:
         bundle = parse_bundle(upload.read())
     except ValidationError as exc:
-        return refused(
-            "malformed-json",
-            f"This file is not a bundle (a MemoryAI bundle is a JSON file): {exc.messages[0]}",
-        )
+        return refused("malformed-json", _not_json(exc))
     try:
         result = bundle_import(team=team, actor=actor, bundle=bundle, options=options)
     except protocol.BundleError as exc:
@@ -209,6 +206,20 @@ def brain_import(request: HttpRequest) -> HttpResponse:
         f"(see Recent imports).{proposed}",
     )
     return redirect("brain", team_slug=team.slug)
+
+
+def _not_json(exc: ValidationError) -> str:
+    """The upload's JSON error in words: where the file breaks, not the parser's message."""
+    cause = exc.__cause__
+    where = (
+        f" It breaks off or goes wrong at line {cause.lineno}, column {cause.colno}."
+        if isinstance(cause, ValueError) and hasattr(cause, "lineno")
+        else ""
+    )
+    return (
+        "This file is not a bundle: it is not valid JSON, and a MemoryAI bundle is the JSON "
+        f"file an export writes.{where} Was it cut short, or is it another kind of file?"
+    )
 
 
 @require_GET

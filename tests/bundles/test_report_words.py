@@ -49,3 +49,16 @@ def test_it_counts_a_single_omitted_warning_in_the_singular(monkeypatch):
     last = report.as_dict()["report"]["warnings"][-1]
     assert last == "2 more warnings were left out of this report"
     assert import_report._OMITTED_WARNINGS.match(last).group(1) == "2"
+
+
+def test_it_says_where_an_uploaded_file_stops_being_json_without_parser_jargon(
+    client, team, admin_user
+):
+    upload = io.BytesIO(b'{"manifest": {"name": "cut')
+    upload.name = "brain.json"
+    client.force_login(admin_user)
+    response = client.post(reverse("brain-import", args=[team.slug]), {"file": upload}, follow=True)
+    html = response.content.decode()
+    assert "This file is not a bundle: it is not valid JSON" in html
+    assert "at line 1, column" in html and "Was it cut short" in html
+    assert "char " not in html and "The body" not in html
