@@ -113,6 +113,9 @@ def test_a_source_that_never_read_is_red_and_approving_it_warns(
     expect(banner).to_have_class(re.compile(r"\bbad\b"))  # red, not the yellow of "stale"
     expect(page.locator(".badge.bad").filter(has_text="Failed, never read")).to_be_visible()
     expect(page.get_by_text("approving it serves nothing")).to_be_visible()
+    # its refresh run says so too: nothing to serve, not "stale"
+    expect(page.locator("#run-status .badge.bad")).to_have_text("Failed, nothing to serve yet")
+    expect(page.locator("main")).not_to_contain_text("stale")
     shot(page, "source-failed-never-read")
 
     page.get_by_role("button", name="Approve").click()
