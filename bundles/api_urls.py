@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from bundles.api import agents, cleanup, context, embeddings, exports, imports, usage
+from bundles.api import agents, chunks, cleanup, context, embeddings, exports, imports, usage
 
 urlpatterns = [
     path("v1/brain/export", exports.ExportView.as_view(), name="bundle-export"),
@@ -24,6 +24,7 @@ urlpatterns = [
         embeddings.EmbeddingStatusView.as_view(),
         name="api-brain-embeddings",
     ),
+    path("api/brain/chunks/", chunks.ChunkListView.as_view(), name="api-brain-chunks"),
     path(
         "api/brain/chunks/<int:chunk_id>/",
         cleanup.ChunkDeleteView.as_view(),

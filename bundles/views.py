@@ -33,6 +33,7 @@ from memoryadmin.audit import Actor
 from memoryadmin.listing import listing, wants_csv
 from memoryadmin.models import AuditEvent, Team
 from memoryadmin.permissions import Action, user_can
+from memoryadmin.templatetags.memoryadmin_format import counted
 from memoryadmin.web import team_view
 
 RECENT_RUNS = 10  # the imports the Brain page lists with their undo links
@@ -179,10 +180,7 @@ def brain_import(request: HttpRequest) -> HttpResponse:
     try:
         bundle = parse_bundle(upload.read())
     except ValidationError as exc:
-        return refused(
-            "malformed-json",
-            f"This file is not a bundle (a MemoryAI bundle is a JSON file): {exc.messages[0]}",
-        )
+        return refused("malformed-json", _not_json(exc))
     try:
         result = bundle_import(team=team, actor=actor, bundle=bundle, options=options)
     except protocol.BundleError as exc:
@@ -195,18 +193,33 @@ def brain_import(request: HttpRequest) -> HttpResponse:
     chunks = result["report"]["chunks"]
     proposals = result["report"].get("proposals")
     proposed = (
-        f" {proposals['proposed']} DNA chunks proposed for review "
+        f" {counted(proposals['proposed'], 'DNA chunk')} proposed for review "
         f"({proposals['skipped_secret']} held back for possible secrets)."
         if proposals
         else ""
     )
     messages.success(
         request,
-        f"Imported: {chunks['inserted']} chunks inserted, {chunks['skipped_duplicate']} "
-        f"duplicates, {chunks['skipped_invalid']} invalid, "
-        f"{len(result['report']['warnings'])} warnings (see Recent imports).{proposed}",
+        f"Imported: {counted(chunks['inserted'], 'chunk')} inserted, "
+        f"{counted(chunks['skipped_duplicate'], 'duplicate')}, {chunks['skipped_invalid']} "
+        f"invalid, {counted(len(result['report']['warnings']), 'warning')} "
+        f"(see Recent imports).{proposed}",
     )
     return redirect("brain", team_slug=team.slug)
+
+
+def _not_json(exc: ValidationError) -> str:
+    """The upload's JSON error in words: where the file breaks, not the parser's message."""
+    cause = exc.__cause__
+    where = (
+        f" It breaks off or goes wrong at line {cause.lineno}, column {cause.colno}."
+        if isinstance(cause, ValueError) and hasattr(cause, "lineno")
+        else ""
+    )
+    return (
+        "This file is not a bundle: it is not valid JSON, and a MemoryAI bundle is the JSON "
+        f"file an export writes.{where} Was it cut short, or is it another kind of file?"
+    )
 
 
 @require_GET

@@ -1,4 +1,4 @@
-"""Error pages: 400, 403, 404, 429 and 500 inside the layout, with the reason and a way back.
+"""Error pages: 400, 403, 404, 405, 429 and 500 inside the layout, with the reason and a way back.
 
 The API's paths (`/api/`, `/v1/`, `/mcp`) keep the JSON error body of `memoryadmin/api_errors.py`
 for errors raised outside DRF (an unknown route, a refused host). The 500 page is rendered
@@ -24,6 +24,7 @@ TITLES = {
     400: "Bad request",
     403: "Not allowed",
     404: "Page not found",
+    405: "Not a page to open",
     429: "Too many requests",
     500: "Something went wrong",
 }
@@ -31,6 +32,7 @@ REASONS = {
     400: "The request could not be understood. Check the address or the form and try again.",
     403: "Your account may not open this page.",
     404: "There is no page at this address, or it belongs to a team you are not a member of.",
+    405: "This address does not answer that kind of request.",
     429: "Too many attempts in a short time. Wait a minute, then try again.",
     500: "The server could not answer this request. It has been logged; try again shortly.",
 }
@@ -46,23 +48,30 @@ def _json(status: int, message: str) -> JsonResponse:
     return JsonResponse(body, status=status)
 
 
-def _way_back(request: HttpRequest) -> tuple[str, str]:
-    """(address, label) of the link the page offers: the team's dashboard, else the home page."""
+def _way_back(request: HttpRequest, *, by_slug: bool = False) -> tuple[str, str]:
+    """(address, label) of the link the page offers: the team's dashboard, else the home page.
+    `by_slug`: the team the URL names when no view looked it up (a refused method)."""
     team = getattr(request, "team", None)
+    match = getattr(request, "resolver_match", None)
+    slug = match.kwargs.get("team_slug") if (by_slug and match is not None) else None
     try:
         if team is not None:
             return reverse("team-home", args=[team.slug]), f"Back to the {team.name} dashboard"
+        if slug:
+            return reverse("team-home", args=[slug]), "Back to the team's dashboard"
         return reverse("home"), "Go to your teams"
     except NoReverseMatch:  # pragma: no cover - the URLconf always has both
         return "/", "Go to the start page"
 
 
-def error_page(request: HttpRequest, status: int, reason: str | None = None) -> HttpResponse:
-    """The layout's error page (the 400/403/404/429 handlers and any view may use it)."""
+def error_page(
+    request: HttpRequest, status: int, reason: str | None = None, *, back_by_slug: bool = False
+) -> HttpResponse:
+    """The layout's error page (the 400/403/404/405/429 handlers and any view may use it)."""
     message = reason or REASONS[status]
     if _wants_json(request):
         return _json(status, message)
-    back_url, back_label = _way_back(request)
+    back_url, back_label = _way_back(request, by_slug=back_by_slug)
     context: dict[str, Any] = {
         "status": status,
         "title": TITLES[status],
@@ -87,6 +96,25 @@ def permission_denied(request: HttpRequest, exception: Exception | None = None) 
 
 def page_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     return error_page(request, 404)
+
+
+def method_not_allowed(request: HttpRequest, *, allowed: str) -> HttpResponse:
+    """A page's 405: a button's address opened as a link, or a form sent to a page that only
+    shows itself (memoryadmin.middleware.MethodNotAllowedPageMiddleware)."""
+    methods = {m.strip().upper() for m in allowed.split(",") if m.strip()} - {"OPTIONS", "HEAD"}
+    if methods == {"POST"}:
+        reason = (
+            "This address is the target of a button (it takes a form sent with POST), so "
+            "opening it as a page does nothing. Go back to the page with the button and use it."
+        )
+    elif methods:
+        reason = (
+            f"This address does not take {request.method}; it answers "
+            f"{' and '.join(sorted(methods))}. Open it as a page instead."
+        )
+    else:
+        reason = None
+    return error_page(request, 405, reason, back_by_slug=True)
 
 
 def too_many_requests(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

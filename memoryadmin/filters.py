@@ -90,6 +90,7 @@ class TokenFilterSet(ListFilterSet):
     state = django_filters.ChoiceFilter(choices=TOKEN_STATES, method="filter_state", label="State")
     kind = django_filters.ChoiceFilter(choices=TokenKind.choices, label="Kind")
     scope = django_filters.CharFilter(method="filter_scope", label="Scope", max_length=64)
+    after, before = date_range("created_at")
     sort = sort_by(
         ("name", "name"),
         ("created_at", "created"),

@@ -6,14 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import serializers
+from rest_framework import generics, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryadmin import tokens as token_services
+from memoryadmin.api import TeamFilterBackend
 from memoryadmin.api_errors import AUTH_ERRORS, error_responses
 from memoryadmin.api_views import CreateByService, ShownOnce, TeamWriteView
+from memoryadmin.filters import TokenFilterSet
 from memoryadmin.models import ApiToken, Scope
 
 
@@ -73,19 +75,27 @@ class TokenCreatedSerializer(TokenSerializer):
         responses={201: TokenCreatedSerializer, **error_responses(400, *AUTH_ERRORS)},
     ),
 )
-class TokenListView(CreateByService, APIView):
+class TokenListView(CreateByService, generics.ListAPIView):
     required_scopes = {"GET": Scope.TEAM_MANAGE, "POST": Scope.TEAM_MANAGE}
     serializer_class = TokenSerializer
     create_input = TokenCreateSerializer
+    queryset = ApiToken.objects.none()  # the schema's model; get_queryset is the team's
+    filter_backends = [TeamFilterBackend]
+    filterset_class = TokenFilterSet  # the Tokens page's
+    pagination_class = None  # a team has few tokens: the answer stays one list
 
     @extend_schema(
         summary="The team's API tokens",
-        description="Every token of the team, newest first: never a secret nor its hash.",
-        responses={200: TokenSerializer(many=True), **error_responses(*AUTH_ERRORS)},
+        description="Every token of the team, newest first: never a secret nor its hash. "
+        "Takes the Tokens page's filters (`q`, `state`, `kind`, `scope`, `after`, `before`, "
+        "`sort`); a bad value is 400 `invalid-filter`.",
+        responses={200: TokenSerializer(many=True), **error_responses(*AUTH_ERRORS, 400)},
     )
-    def get(self, request: Request) -> Response:
-        tokens = ApiToken.objects.filter(team=self.team).select_related("created_by")
-        return Response(TokenSerializer(tokens, many=True).data)
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return self.list(request, *args, **kwargs)
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return ApiToken.objects.filter(team=self.team).select_related("created_by")
 
     def create(self, data: dict[str, Any]) -> ShownOnce:
         token, secret = token_services.token_create(

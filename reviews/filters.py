@@ -43,6 +43,7 @@ class QueueFilterSet(_TeamRepositoryMixin, ListFilterSet):
         label="Assigned",
         empty_label="Anyone",
     )
+    after, before = date_range("added_at")
     sort = sort_by(("added_at", "added"), ("title", "title"), ("type", "type"))
     csv_name = "review-queue"
     # Titles as the page shows them: masked where a secret rule matched (reviews.services.content).

@@ -94,10 +94,21 @@ def review_queue(
         queryset = queryset.filter(is_stale=True)
     elif flag == "clean":
         queryset = queryset.filter(has_secret=False, is_stale=False)
+    for key, lookup in (("after", "added_at__date__gte"), ("before", "added_at__date__lte")):
+        day = _day(filters.get(key))
+        if day is not None:  # as QueueFilterSet's date range; a bad date is its form's error
+            queryset = queryset.filter(**{lookup: day})
     return queryset.order_by("added_at", "id")
 
 
-QUEUE_FILTERS = ("repository", "type", "flag", "assigned")
+def _day(value: str | None) -> date | None:
+    try:
+        return date.fromisoformat(value) if value else None
+    except ValueError:
+        return None
+
+
+QUEUE_FILTERS = ("repository", "type", "flag", "assigned", "after", "before")
 
 
 def queue_filters(params: Any) -> dict[str, str]:

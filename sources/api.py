@@ -1,4 +1,4 @@
-"""REST API: the team's sources (read, change the credential, delete)."""
+"""REST API: the team's sources (read, change the credential, delete; writes: api_admin)."""
 
 from __future__ import annotations
 
@@ -7,20 +7,20 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
-from rest_framework import generics, status
+from rest_framework import generics, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryadmin.api import HasScope, TeamFilterBackend, request_team
+from memoryadmin.api import TeamFilterBackend
 from memoryadmin.api_errors import AUTH_ERRORS, ApiError, error_responses
-from memoryadmin.audit import Actor
+from memoryadmin.api_views import DestroyByService
 from memoryadmin.models import Scope
 from sources import selectors
-from sources.api_admin import source_create, source_patch
+from sources.api_admin import SourceCreate, SourceUpdate, SourceView, credential_from
 from sources.fetchers import Credential
-from sources.filters import SourceFilterSet
-from sources.models import Source
+from sources.filters import RecordFilterSet, SourceFilterSet
+from sources.models import Health, Record, Source
 from sources.serializers import (
     RefreshRunSerializer,
     SourceAddInputSerializer,
@@ -62,8 +62,7 @@ from sources.services.lifecycle import source_credential_set, source_delete
         ],
     ),
 )
-class SourceListView(generics.ListAPIView):
-    permission_classes = [HasScope]
+class SourceListView(SourceCreate, generics.ListAPIView):
     required_scopes = {"GET": Scope.SOURCES_READ, "POST": Scope.SOURCES_MANAGE}
     serializer_class = SourceSerializer
     error_fields = {"credential_kind": "credential"}
@@ -72,10 +71,7 @@ class SourceListView(generics.ListAPIView):
     filterset_class = SourceFilterSet  # the sources page's
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
-        return selectors.team_sources(request_team(self.request)).order_by("id")
-
-    def post(self, request: Request) -> Response:
-        return source_create(request)
+        return selectors.team_sources(self.team).order_by("id")
 
 
 @extend_schema_view(
@@ -100,8 +96,7 @@ class SourceListView(generics.ListAPIView):
         responses={204: None, **error_responses(*AUTH_ERRORS, 404)},
     ),
 )
-class SourceDetailView(generics.RetrieveDestroyAPIView):
-    permission_classes = [HasScope]
+class SourceDetailView(SourceUpdate, DestroyByService, generics.RetrieveAPIView):
     required_scopes = {
         "GET": Scope.SOURCES_READ,
         "PATCH": Scope.SOURCES_MANAGE,
@@ -109,22 +104,18 @@ class SourceDetailView(generics.RetrieveDestroyAPIView):
     }
     serializer_class = SourceDetailSerializer
 
-    def patch(self, request: Request, pk: int) -> Response:
-        return source_patch(request, pk)
+    def get_object(self) -> Source:
+        return self.team_object()
 
-    def get_object(self):  # type: ignore[no-untyped-def]
-        return selectors.team_source(request_team(self.request), self.kwargs["pk"])
-
-    def perform_destroy(self, instance: Source) -> None:
-        source_delete(actor=Actor.from_request(self.request), source=instance)
+    def destroy(self, source: Source) -> None:
+        source_delete(actor=self.actor, source=source)
 
 
-class SourceCredentialView(APIView):
+class SourceCredentialView(SourceView, APIView):
     """PUT a new credential (replaces the stored one; kind `none` clears it), DELETE to clear.
 
     The secret is never returned; the next refresh uses the new credential."""
 
-    permission_classes = [HasScope]
     required_scopes = {"PUT": Scope.SOURCES_MANAGE, "DELETE": Scope.SOURCES_MANAGE}
     error_fields = {"credential_kind": "kind"}  # the service's (and form's) name, this body's
 
@@ -155,17 +146,9 @@ class SourceCredentialView(APIView):
         ],
     )
     def put(self, request: Request, pk: int) -> Response:
-        source = selectors.team_source(request_team(request), pk)
-        body = SourceCredentialInputSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
-        credential = Credential(
-            kind=data["kind"],
-            token=data.get("token", ""),
-            username=data.get("username", ""),
-            password=data.get("password", ""),
-        )
-        source = self._set(request, source, credential)
+        source = self.team_object()
+        credential = credential_from(self.body(SourceCredentialInputSerializer))
+        source = self._set(source, credential)
         return Response(SourceCredentialSerializer(credential_status(source)).data)
 
     @extend_schema(
@@ -174,21 +157,57 @@ class SourceCredentialView(APIView):
         responses={204: None, **error_responses(*AUTH_ERRORS, 404)},
     )
     def delete(self, request: Request, pk: int) -> Response:
-        source = selectors.team_source(request_team(request), pk)
-        self._set(request, source, None)
+        self._set(self.team_object(), None)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @staticmethod
-    def _set(request: Request, source: Source, credential: Credential | None) -> Source:
-        return source_credential_set(
-            actor=Actor.from_request(request), source=source, credential=credential
-        )
+    def _set(self, source: Source, credential: Credential | None) -> Source:
+        return source_credential_set(actor=self.actor, source=source, credential=credential)
 
 
-class SourceLatestRunView(APIView):
+class RecordSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Record
+        fields = [
+            "record_id",
+            "kind",
+            "scope",
+            "title",
+            "path",
+            "tags",
+            "created",
+            "updated",
+            "expires",
+        ]
+
+
+@extend_schema_view(
+    get=extend_schema(
+        summary="A source's active records, as its page lists them",
+        description="The records the source serves now (expiry applied at the time of the "
+        "request), with the source page's filters (`q`, `kind`, `scope`, `sort`) and "
+        "`limit`/`offset`; a bad value is 400 `invalid-filter`. Empty while the source was "
+        "never read or is denied (401/403): its page shows no records then either. The "
+        "records' text, for agents: `GET /api/context/`.",
+        responses={200: RecordSerializer(many=True), **error_responses(*AUTH_ERRORS, 400, 404)},
+    )
+)
+class SourceRecordsView(SourceView, generics.ListAPIView):
+    required_scopes = {"GET": Scope.SOURCES_READ}
+    serializer_class = RecordSerializer
+    queryset = Record.objects.none()  # the schema's model; get_queryset is the source's
+    filter_backends = [TeamFilterBackend]
+    filterset_class = RecordFilterSet  # the source page's
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        source = self.team_object()
+        if source.current_snapshot_id is None or source.health == Health.DENIED:
+            return Record.objects.none()
+        return selectors.active_records(source).defer("body", "provenance", "extensions")
+
+
+class SourceLatestRunView(SourceView, APIView):
     """The progress of the source's newest refresh: poll it after asking for one."""
 
-    permission_classes = [HasScope]
     required_scopes = {"GET": Scope.SOURCES_READ}
 
     @extend_schema(
@@ -196,8 +215,7 @@ class SourceLatestRunView(APIView):
         responses={200: RefreshRunSerializer, **error_responses(*AUTH_ERRORS, 404)},
     )
     def get(self, request: Request, pk: int) -> Response:
-        source = selectors.team_source(request_team(request), pk)
-        run = selectors.latest_run(source)
+        run = selectors.latest_run(self.team_object())
         if run is None:
             raise ApiError(404, "no-runs", "This source has not been refreshed yet.")
         return Response(RefreshRunSerializer(run).data)

@@ -1,23 +1,25 @@
-"""REST API: add, test, change, approve and disable a source (reading and deleting: api.py)."""
+"""REST API: add, test, change, approve and disable a source (the routes: api.py).
+
+On the shared write-view base (memoryadmin.api_views) like the members, invitations, webhooks
+and repositories APIs: the team's source from the URL, the body validated, one service call."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any
 
+from django.db import transaction
 from drf_spectacular.utils import OpenApiExample, extend_schema
-from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryadmin.api import HasScope, request_team
 from memoryadmin.api_errors import AUTH_ERRORS, error_responses
-from memoryadmin.audit import Actor
+from memoryadmin.api_views import CreateByService, TeamWriteView, UpdateByService
 from memoryadmin.models import Scope
 from sources import selectors
 from sources.fetchers import Credential
-from sources.models import Health
+from sources.models import Health, Source
 from sources.serializers import (
     SourceAddInputSerializer,
     SourceDetailSerializer,
@@ -33,7 +35,8 @@ NEVER_READ = (
 )
 
 
-def _credential(data: dict[str, Any] | None) -> Credential | None:
+def credential_from(data: dict[str, Any] | None) -> Credential | None:
+    """The service's Credential from a validated credential body (None: none given)."""
     if not data:
         return None
     return Credential(
@@ -44,42 +47,53 @@ def _credential(data: dict[str, Any] | None) -> Credential | None:
     )
 
 
-def source_create(request: Request) -> Response:
-    """POST /api/sources/ (the list view delegates here)."""
-    body = SourceAddInputSerializer(data=request.data)
-    body.is_valid(raise_exception=True)
-    data = body.validated_data
-    actor = Actor.from_request(request)
-    source = lifecycle.source_add(
-        actor=actor,
-        team=request_team(request),
-        location=data["location"],
-        credential=_credential(data.get("credential")),
-        refresh_interval=timedelta(minutes=data["refresh_minutes"]),
-    )
-    if data["name"].strip():
-        source = edit.source_update(actor=actor, source=source, name=data["name"])
-    return Response(SourceSerializer(source).data, status=status.HTTP_201_CREATED)
+class SourceView(TeamWriteView):
+    # Mixin: the request's team's sources, looked up by the URL's pk (404 for another team's).
+
+    team_objects = Source
+    serializer_class = SourceSerializer
+
+    def team_object(self) -> Source:
+        return selectors.team_source(self.team, self.kwargs[self.object_kwarg])
 
 
-def source_patch(request: Request, pk: int) -> Response:
-    """PATCH /api/sources/<pk>/ (the detail view delegates here)."""
-    source = selectors.team_source(request_team(request), pk)
-    body = SourceUpdateInputSerializer(data=request.data)
-    body.is_valid(raise_exception=True)
-    data = body.validated_data
-    minutes = data.get("refresh_minutes")
-    source = edit.source_update(
-        actor=Actor.from_request(request),
-        source=source,
-        name=data.get("name"),
-        refresh_interval=timedelta(minutes=minutes) if minutes is not None else None,
-    )
-    return Response(SourceDetailSerializer(selectors.team_source(source.team, source.pk)).data)
+class SourceCreate(CreateByService, SourceView):
+    # POST /api/sources/: add (pending) and, when a name is given, name it — one transaction.
+
+    create_input = SourceAddInputSerializer
+
+    @transaction.atomic
+    def create(self, data: dict[str, Any]) -> Source:
+        source = lifecycle.source_add(
+            actor=self.actor,
+            team=self.team,
+            location=data["location"],
+            credential=credential_from(data.get("credential")),
+            refresh_interval=timedelta(minutes=data["refresh_minutes"]),
+        )
+        if data["name"].strip():
+            source = edit.source_update(actor=self.actor, source=source, name=data["name"])
+        return source
 
 
-class SourceTestView(APIView):
-    permission_classes = [HasScope]
+class SourceUpdate(UpdateByService, SourceView):
+    # PATCH /api/sources/<pk>/: name and refresh interval; answers the detail representation.
+
+    update_input = SourceUpdateInputSerializer
+    update_output = SourceDetailSerializer
+
+    def update(self, source: Source, data: dict[str, Any]) -> Source:
+        minutes = data.get("refresh_minutes")
+        source = edit.source_update(
+            actor=self.actor,
+            source=source,
+            name=data.get("name"),
+            refresh_interval=timedelta(minutes=minutes) if minutes is not None else None,
+        )
+        return selectors.team_source(source.team, source.pk)
+
+
+class SourceTestView(SourceView, APIView):
     required_scopes = {"POST": Scope.SOURCES_MANAGE}
     error_fields = {"credential_kind": "credential"}
 
@@ -104,18 +118,17 @@ class SourceTestView(APIView):
         body = SourceTestInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         manifest = edit.source_test(
-            actor=Actor.from_request(request),
-            team=request_team(request),
+            actor=self.actor,
+            team=self.team,
             location=body.validated_data["location"],
-            credential=_credential(body.validated_data.get("credential")),
+            credential=credential_from(body.validated_data.get("credential")),
         )
         return Response({"entries": len(manifest.entries), "rejected": len(manifest.rejected)})
 
 
-class SourceStateView(APIView):
+class SourceStateView(SourceView, APIView):
     """POST approves or disables (the URL says which)."""
 
-    permission_classes = [HasScope]
     required_scopes = {"POST": Scope.SOURCES_MANAGE}
     transition = "approve"
 
@@ -129,12 +142,11 @@ class SourceStateView(APIView):
         responses={200: SourceSerializer, **error_responses(*AUTH_ERRORS, 404)},
     )
     def post(self, request: Request, pk: int) -> Response:
-        source = selectors.team_source(request_team(request), pk)
-        actor = Actor.from_request(request)
+        source = self.team_object()
         if self.transition == "approve":
-            source = lifecycle.source_approve(actor=actor, source=source)
+            source = lifecycle.source_approve(actor=self.actor, source=source)
         else:
-            source = lifecycle.source_disable(actor=actor, source=source)
+            source = lifecycle.source_disable(actor=self.actor, source=source)
         data = dict(SourceSerializer(source).data)
         data["warnings"] = [NEVER_READ] if source.health == Health.FAILED else []
         return Response(data)

@@ -24,6 +24,11 @@ urlpatterns = [
         name="api-source-credential",
     ),
     path(
+        "sources/<int:pk>/records/",
+        api.SourceRecordsView.as_view(),
+        name="api-source-records",
+    ),
+    path(
         "sources/<int:pk>/runs/latest/",
         api.SourceLatestRunView.as_view(),
         name="api-source-latest-run",

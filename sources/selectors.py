@@ -55,6 +55,22 @@ def inactive_records(source: Source, now: datetime | None = None) -> QuerySet[Re
     return current_records(source).filter(Q(active=False) | Q(expires__lte=now))
 
 
+def first_success(source: Source, runs: list[RefreshRun], *, limit: int) -> datetime | None:
+    """When the source was first read successfully, for the run badges ("stale" only after
+    it): from the runs already loaded when they are the whole history, else one query."""
+    if source.last_success_at is None or not any(r.status == RunStatus.FAILED for r in runs):
+        return None
+    if len(runs) < limit:
+        done = [r.finished_at for r in runs if r.status == RunStatus.SUCCEEDED and r.finished_at]
+        return min(done) if done else None
+    return (
+        RefreshRun.objects.filter(source=source, status=RunStatus.SUCCEEDED)
+        .order_by("finished_at")
+        .values_list("finished_at", flat=True)
+        .first()
+    )
+
+
 def latest_run(source: Source) -> RefreshRun | None:
     return RefreshRun.objects.filter(source=source).first()
 

@@ -24,6 +24,7 @@ from sources.models import CredentialKind, Health, RefreshRun, Source, SourceKin
 from sources.services import edit, lifecycle
 
 PAGE_SIZE = 50
+RUNS_SHOWN = 20  # the refresh history on a source page
 
 
 @team_view(Action.VIEW)
@@ -157,7 +158,7 @@ def _detail_page(
     if snapshot is not None:
         rejections = list(snapshot.rejections.all()[:500])
         problems = list(snapshot.problems.all())
-    runs = list(source.runs.all()[:20])
+    runs = list(source.runs.all()[:RUNS_SHOWN])
     can_manage = user_can(request.user, request.team, Action.MANAGE)
     if credential_form is None and can_manage and source.kind == SourceKind.HTTPS:
         credential_form = SourceCredentialForm(initial={"credential_kind": source.credential_kind})
@@ -175,6 +176,7 @@ def _detail_page(
             "problems": problems,
             "runs": runs,
             "run": runs[0] if runs else None,
+            "first_success": selectors.first_success(source, runs, limit=RUNS_SHOWN),
             "can_manage": can_manage,
             "credential_form": credential_form,
             "now": now,
@@ -312,7 +314,12 @@ def source_delete(request: HttpRequest, source_id: int) -> HttpResponse:
 def run_status(request: HttpRequest, source_id: int, run_id: int) -> HttpResponse:
     source = selectors.team_source(request.team, source_id)
     run = get_object_or_404(RefreshRun, pk=run_id, source=source)
-    response = render(request, "sources/_run_status.html", {"source": source, "run": run})
+    context = {
+        "source": source,
+        "run": run,
+        "first_success": selectors.first_success(source, [run], limit=1),
+    }
+    response = render(request, "sources/_run_status.html", context)
     if run.is_finished and getattr(request, "htmx", False):
         response["HX-Refresh"] = "true"  # the page below the banner is now out of date
     return response

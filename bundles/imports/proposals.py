@@ -14,6 +14,7 @@ from memoryadmin.audit import Actor, audit_record
 from memoryadmin.errors import DomainError, NotFound, Unprocessable
 from memoryadmin.models import Team
 from memoryadmin.queue import enqueue_on_commit
+from memoryadmin.templatetags.memoryadmin_format import counted
 
 PROPOSE_MAX = 200  # per import: a review queue is read by people
 
@@ -162,7 +163,8 @@ def import_proposals_create(
         warnings.append(f"{label}: not proposed to {repository.name}: {reason}")
     if overflow:
         warnings.append(
-            f"{overflow} more DNA chunks were not proposed: at most {PROPOSE_MAX} per import"
+            f"{counted(overflow, 'more DNA chunk')} {'was' if overflow == 1 else 'were'} not "
+            f"proposed: at most {PROPOSE_MAX} per import"
         )
     if not result.drafts:
         return summary, warnings
@@ -183,7 +185,10 @@ def import_proposals_create(
         action="brain.propose",
         team=team,
         target=proposal,
-        summary=f"Proposing {len(result.drafts)} imported memories to {repository.name}",
+        summary=(
+            f"Proposing {counted(len(result.drafts), 'imported memory,imported memories')} "
+            f"to {repository.name}"
+        ),
         data={**summary, "memory_ids": [d["memory_id"] for d in result.drafts]},
     )
     enqueue_on_commit(IMPORT_PROPOSAL_PUSH, proposal.pk)

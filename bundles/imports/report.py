@@ -11,6 +11,7 @@ from django.db import transaction
 from formats.memoryai import SECTIONS
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Team
+from memoryadmin.templatetags.memoryadmin_format import counted
 from webhooks import events as webhook_events
 from webhooks.emit import event_emit
 
@@ -56,7 +57,8 @@ class ImportReport:
                     omitted += 1
             omitted += self.omitted.get(name, 0)
         if omitted:
-            warnings.append(f"{omitted} more warnings were left out of this report")
+            verb = "was" if omitted == 1 else "were"
+            warnings.append(f"{counted(omitted, 'more warning')} {verb} left out of this report")
         return {
             "success": True,
             "report": {
@@ -81,9 +83,11 @@ def _audit_import(
         target_type="bundles.brain",
         target_id=team.pk,
         summary=(
-            f"Imported a bundle ({source}): {chunks['inserted']} chunks inserted, "
-            f"{chunks['skipped_duplicate']} duplicates, {chunks['skipped_invalid']} invalid, "
-            f"{report['memory_edges']['upserted']} edges, {len(report['warnings'])} warnings"
+            f"Imported a bundle ({source}): {counted(chunks['inserted'], 'chunk')} inserted, "
+            f"{counted(chunks['skipped_duplicate'], 'duplicate')}, "
+            f"{chunks['skipped_invalid']} invalid, "
+            f"{counted(report['memory_edges']['upserted'], 'edge')}, "
+            f"{counted(len(report['warnings']), 'warning')}"
         ),
         data={"source": source, "size_bytes": size, **result},
     )
@@ -106,7 +110,7 @@ def import_failure_record(
         _import_event(team=team, job_id=job_id, error=(code, message))
 
 
-_OMITTED_WARNINGS = re.compile(r"^(\d+) more warnings were left out")
+_OMITTED_WARNINGS = re.compile(r"^(\d+) more warnings? (?:was|were) left out")
 
 
 def _import_event(

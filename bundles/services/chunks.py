@@ -14,6 +14,7 @@ from bundles.models import BrainSettings, Chunk, Origin
 from formats import memoryai as protocol
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Team
+from memoryadmin.templatetags.memoryadmin_format import counted
 
 
 class DnaProtectedError(PermissionError):
@@ -153,7 +154,7 @@ def chunk_decay(*, team: Team, actor: Actor, factor: float) -> int:
         team=team,
         target_type="bundles.brain",
         target_id=team.pk,
-        summary=f"Decayed {count} chunks by {factor} (DNA spared)",
+        summary=f"Decayed {counted(count, 'chunk')} by {factor} (DNA spared)",
         data={"factor": factor, "count": count},
     )
     return count
@@ -171,7 +172,7 @@ def chunks_expire(*, team: Team, actor: Actor, now: datetime | None = None) -> i
         team=team,
         target_type="bundles.brain",
         target_id=team.pk,
-        summary=f"Expired {count} chunks past valid_until (DNA spared)",
+        summary=f"Expired {counted(count, 'chunk')} past valid_until (DNA spared)",
         data={"count": count},
     )
     return count

@@ -19,6 +19,7 @@ from memoryadmin.batching import for_batches
 from memoryadmin.errors import Conflict, DomainError
 from memoryadmin.models import Scope
 from memoryadmin.permissions import actor_require
+from memoryadmin.templatetags.memoryadmin_format import counted
 
 
 class DnaConfirmationRequired(DomainError):
@@ -190,7 +191,7 @@ def import_undo(*, run: ImportRun, actor: Actor, include_dna: bool = False) -> d
         team=run.team,
         target=run,
         summary=(
-            f"Undid import #{run.pk}: removed {len(ids)} chunks, kept "
+            f"Undid import #{run.pk}: removed {counted(len(ids), 'chunk')}, kept "
             f"{plan.inserted - len(ids)} that something else holds or that are DNA"
         ),
         data={**report, "job": run.job_id},

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from django import template
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from memoryadmin.markdown import render_untrusted_markdown
@@ -28,3 +32,18 @@ def health_badge(value: str) -> str:
 @register.filter
 def status_badge(value: str) -> str:
     return STATUS_BADGES.get(value, "")
+
+
+@register.simple_tag
+def run_outcome(run: Any, first_success: datetime | None) -> SafeString:
+    """A refresh run's outcome badge. A failed run is "stale" only when an older good copy was
+    there to serve (a success before it); before any success it served nothing: red."""
+    if run.status != "failed":
+        return format_html(
+            '<span class="badge {}">{}</span>',
+            STATUS_BADGES.get(run.status, ""),
+            run.get_status_display(),
+        )
+    if first_success is not None and first_success <= run.requested_at:
+        return format_html('<span class="badge {}">{}</span>', "warn", "Failed (older copy served)")
+    return format_html('<span class="badge {}">{}</span>', "bad", "Failed, nothing to serve yet")

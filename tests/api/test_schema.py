@@ -142,6 +142,8 @@ def test_it_serves_the_schema_and_an_offline_redoc_page(client):
     script = f"/static/{redoc.STATIC_PATH}"
     assert f'src="{script}"' in page
     assert "cdn" not in page.lower()
+    # the layout's icon, so the browser does not ask for a /favicon.ico that is a 404
+    assert '<link rel="icon" href="/static/memoryadmin/favicon.svg"' in page
     served = client.get(script)
     assert served.status_code == 200
     body = b"".join(served.streaming_content if served.streaming else [served.content])

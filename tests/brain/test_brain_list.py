@@ -155,3 +155,40 @@ def test_it_streams_a_big_brain_in_one_query_with_flat_memory(
     assert (small_lines, big_lines) == (small + 1, big + 1)
     # Six times the rows, not six times the memory: only one read chunk is held at a time.
     assert big_peak < small_peak * 1.5, (small_peak, big_peak)
+
+
+def test_it_lists_the_chunks_over_the_api_with_the_pages_filters_masking_secrets(
+    client, viewer_user, team, other_team, token_client, django_assert_max_num_queries
+):
+    _chunks(team, 3)
+    _chunks(team, 1, start=10, content="Rollback runbook", memory_type="procedure", zone="critical")
+    _chunks(other_team, 1, start=20, content="beta rollback")
+    key = "AKIA" + "ABCDEFGHIJKLMNOP"
+    _chunks(team, 1, start=30, content=f"aws key {key}", memory_type="x_secret")
+    Chunk.objects.filter(memory_type="x_secret").update(
+        secret_findings=[{"rule": "aws-access-key-id", "line": 1, "start": 8, "end": 28}]
+    )
+    api = token_client(team, ["bundles:export"])
+    client.force_login(viewer_user)
+    url = reverse("brain", args=[team.slug])
+    for params in ({"q": "rollback"}, {"zone": "critical"}, {"type": "PROCEDURE"}, {"sort": "id"}):
+        page = [c.pk for c in client.get(url, params).context["page"]]
+        body = api.get("/api/brain/chunks/", params).json()
+        assert [c["id"] for c in body["results"]] == page, params
+    body = api.get("/api/brain/chunks/", {"q": "rollback"}).json()
+    assert body["count"] == 1
+    row = body["results"][0]
+    assert (row["type"], row["zone"], row["dna"], row["served"]) == (
+        "procedure",
+        "critical",
+        False,
+        True,
+    )
+    secret = api.get("/api/brain/chunks/", {"flag": "secret"}).json()["results"]
+    assert len(secret) == 1 and secret[0]["secret"] is True and key not in secret[0]["content"]
+    assert api.get("/api/brain/chunks/", {"limit": 2}).json()["count"] == 5  # not other_team's
+    with django_assert_max_num_queries(4):  # token, usage-free read: count + page, no per row
+        api.get("/api/brain/chunks/", {"limit": 50})
+    bad = api.get("/api/brain/chunks/", {"zone": "nowhere"})
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid-filter"
+    assert token_client(team, ["context:read"]).get("/api/brain/chunks/").status_code == 403

@@ -1,19 +1,24 @@
-"""A team admin edits, tests, disables and deletes a repository and a source, and rotates and
-deletes a webhook endpoint, each destructive step through its confirmation page."""
+"""A team admin edits, tests, disables and deletes a repository and a source, clears a source's
+credential, and rotates and deletes a webhook endpoint, each destructive step through its
+confirmation page."""
 
 from __future__ import annotations
 
 import pytest
+import trustme
 from django.db import transaction
 from playwright.sync_api import Page, expect
 
 from memoryadmin.audit import Actor
 from reviews.models import Repository
 from reviews.services.repositories import repository_create, repository_sync
+from sources.fetchers import Credential
 from sources.models import Source
+from sources.services.lifecycle import source_add
 from tests.e2e.conftest import login, shot
 from tests.reviews.conftest import make_remote
-from tests.sources.helpers import record_text, write_source
+from tests.sources.conftest import tls_server
+from tests.sources.helpers import manifest_text, record_text, write_source
 from webhooks.models import WebhookEndpoint
 from webhooks.services.endpoints import endpoint_create
 
@@ -156,3 +161,40 @@ def test_it_rotates_and_deletes_a_webhook_after_confirming(
     page.get_by_role("button", name="Delete the endpoint").click()
     expect(page.get_by_text("Endpoint https://hooks.example.org/in deleted.")).to_be_visible()
     assert not WebhookEndpoint.objects.exists()
+
+
+def test_it_clears_a_sources_credential_only_after_saying_what_happens(
+    page: Page, live_server, team, admin_user, tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    ca_path = tmp_path / "ca.pem"
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca_path))
+    with tls_server(trustme.CA(), ("127.0.0.1", "localhost"), ca_path) as server:
+        server.serve("memories.json", manifest_text(["r1"], name="Remote notes"))
+        server.serve("records/r1.md", record_text("r1"))
+        with transaction.atomic():
+            source = source_add(
+                actor=Actor.system(),
+                team=team,
+                location=server.base,
+                credential=Credential(kind="bearer", token="s3cret-token"),
+            )
+        login(page, live_server, "alice", "pw-alice")
+        page.goto(f"/t/{team.slug}/sources/{source.pk}/")
+        expect(page.locator("#credential")).to_contain_text("A credential is set: Bearer token")
+        page.get_by_role("link", name="Clear the credential…").click()
+
+        # The confirmation says what goes and what the next refresh does; nothing changed yet.
+        expect(page.get_by_role("heading", level=1)).to_have_text("Clear the credential?")
+        expect(page.locator(".confirm")).to_contain_text("is deleted at once")
+        expect(page.locator(".confirm")).to_contain_text("cannot be shown or restored")
+        assert Source.objects.get(pk=source.pk).has_credential
+        shot(page, "source-credential-clear")
+        assert_fits(page)
+        page.get_by_role("link", name="Cancel").click()
+        assert Source.objects.get(pk=source.pk).has_credential
+
+        page.get_by_role("link", name="Clear the credential…").click()
+        page.get_by_role("button", name="Clear the credential").click()
+        expect(page.get_by_text("Credential cleared: the next refresh sends none.")).to_be_visible()
+        expect(page.locator("#credential")).to_contain_text("No credential is set")
+        assert not Source.objects.get(pk=source.pk).has_credential

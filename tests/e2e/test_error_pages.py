@@ -39,3 +39,19 @@ def test_a_missing_page_says_so_and_links_to_the_teams(
     shot(page, "404")
     page.get_by_role("link", name="Go to your teams").click()
     expect(page).to_have_url(f"{live_server.url}/t/{team.slug}/")  # one team: straight to it
+
+
+def test_a_buttons_address_opened_as_a_page_explains_and_goes_back(
+    page: Page, live_server, team, admin_user
+) -> None:  # type: ignore[no-untyped-def]
+    login(page, live_server, "alice", "pw-alice")
+    response = page.goto(f"/t/{team.slug}/reviews/batch/")  # a reload after a batch, a bookmark
+    assert response is not None and response.status == 405
+    expect(page.get_by_role("heading", level=1)).to_have_text("Not a page to open")
+    expect(page.get_by_role("alert")).to_contain_text("takes a form sent with POST")
+    width = page.evaluate("document.documentElement.scrollWidth")
+    page.set_viewport_size({"width": 400, "height": 800})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 400, width
+    shot(page, "405")
+    page.get_by_role("link", name="Back to the team's dashboard").click()
+    expect(page).to_have_url(f"{live_server.url}/t/{team.slug}/")

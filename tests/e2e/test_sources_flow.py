@@ -88,3 +88,36 @@ def test_it_adds_previews_approves_and_refreshes_a_local_source(
     expect(newest.locator("td").first).to_have_text(str(run.pk))
     expect(newest).to_contain_text("2 active / 1 rejected")
     shot(page, "source-page")
+
+
+def test_a_source_that_never_read_is_red_and_approving_it_warns(
+    page: Page, live_server, team, admin_user, tmp_path, settings
+) -> None:  # type: ignore[no-untyped-def]
+    settings.SOURCE_LOCAL_ROOTS = [str(tmp_path)]
+    empty = tmp_path / "not-published-yet"
+    empty.mkdir()
+    login(page, live_server, "alice", "pw-alice")
+    page.goto(f"/t/{team.slug}/sources/add/")
+
+    # Plain http:// is refused at the form like ftp://, and nothing is saved.
+    page.get_by_label("Directory path or HTTPS URL").fill("http://memories.example.org/")
+    page.get_by_role("button", name="Add and preview").click()
+    expect(page.locator("#id_location_error")).to_contain_text("Plain http:// is refused")
+    assert not Source.objects.exists()
+
+    # A folder without a manifest: the preview read fails, and there is no older copy.
+    page.get_by_label("Directory path or HTTPS URL").fill(str(empty))
+    page.get_by_role("button", name="Add and preview").click()
+    banner = page.get_by_role("alert").filter(has_text="Failed, never read.")
+    expect(banner).to_be_visible()
+    expect(banner).to_have_class(re.compile(r"\bbad\b"))  # red, not the yellow of "stale"
+    expect(page.locator(".badge.bad").filter(has_text="Failed, never read")).to_be_visible()
+    expect(page.get_by_text("approving it serves nothing")).to_be_visible()
+    # its refresh run says so too: nothing to serve, not "stale"
+    expect(page.locator("#run-status .badge.bad")).to_have_text("Failed, nothing to serve yet")
+    expect(page.locator("main")).not_to_contain_text("stale")
+    shot(page, "source-failed-never-read")
+
+    page.get_by_role("button", name="Approve").click()
+    expect(page.get_by_text("it has never been read successfully")).to_be_visible()
+    assert Source.objects.get().health == "failed"

@@ -131,3 +131,36 @@ def test_the_team_switch_refuses_a_team_one_is_not_in(client, admin_user, team, 
     client.force_login(admin_user)
     response = client.get("/", {"team": "gamma"}, follow=True)
     assert "You are not a member of that team." in response.content.decode()
+
+
+def test_a_buttons_address_opened_as_a_page_says_so_inside_the_layout(client, admin_user, team):
+    client.force_login(admin_user)
+    response = client.get("/accounts/logout/")  # POST only: a link to it must not be blank
+    assert response.status_code == 405
+    assert "POST" in response["Allow"] and "GET" not in response["Allow"]
+    html = _html(response)
+    assert "<title>Not a page to open · memoryadmin</title>" in html
+    assert "it takes a form sent with POST" in html
+    assert 'aria-label="Main"' in html
+
+
+def test_a_team_buttons_address_links_back_to_that_teams_dashboard(client, admin_user, team):
+    client.force_login(admin_user)
+    response = client.get(f"/t/{team.slug}/reviews/batch/")
+    assert response.status_code == 405 and "POST" in response["Allow"]
+    html = _html(response)
+    assert f'href="/t/{team.slug}/"' in html and "Back to the team&#x27;s dashboard" in html
+
+
+def test_a_form_sent_to_a_page_that_only_shows_itself_names_the_method(client, admin_user, team):
+    client.force_login(admin_user)
+    response = client.post(f"/t/{team.slug}/reviews/decisions/1/")
+    assert response.status_code == 405 and response["Allow"] == "GET"
+    assert "does not take POST; it answers GET. Open it as a page instead." in _html(response)
+
+
+def test_the_api_keeps_its_json_405(client, admin_user, team):
+    client.force_login(admin_user)
+    response = client.get("/api/sources/test/")
+    assert response.status_code == 405
+    assert response.json()["error"]["code"] == "method-not-allowed"

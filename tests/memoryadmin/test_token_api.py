@@ -147,3 +147,25 @@ def test_it_builds_snippets_each_format_reads_back():
     vscode = json.loads(snippets["vscode"])
     assert vscode["inputs"][0]["password"] is True
     assert vscode["servers"]["memoryadmin"]["url"] == url
+
+
+def test_it_filters_tokens_by_the_day_they_were_made_on_the_page_and_the_api(admin_user, team):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    client = bearer(_admin_token(admin_user, team, [Scope.TEAM_MANAGE]))
+    old, _ = token_create(
+        actor=Actor(user=admin_user), team=team, name="old-ci", scopes=[Scope.CONTEXT_READ]
+    )
+    ApiToken.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=40))
+    today = timezone.localdate().isoformat()
+    cutoff = (timezone.localdate() - timedelta(days=39)).isoformat()
+    assert [t["name"] for t in client.get("/api/tokens/", {"after": today}).json()] == ["admin-cli"]
+    assert [t["name"] for t in client.get("/api/tokens/", {"before": cutoff}).json()] == ["old-ci"]
+    page = Client()
+    page.force_login(admin_user)
+    html = page.get(f"/t/{team.slug}/tokens/", {"before": cutoff}).content.decode()
+    assert "old-ci" in html and "admin-cli" not in html
+    bad = client.get("/api/tokens/", {"after": "soon"})
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid-filter"

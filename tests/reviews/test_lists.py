@@ -51,3 +51,37 @@ def test_it_filters_the_queue_and_history_on_the_page_and_the_api_alike(
     assert api.get("/api/reviews/decisions/", {"state": "lost"}).status_code == 400
     rows = _csv(client.get(history, {"export": "csv"}))
     assert rows[1][2] == "reject" and first.ref in rows[1][5]
+
+
+def test_it_filters_the_queue_by_the_day_a_proposal_was_added_on_the_page_and_the_api(
+    client, reviewer_user, team, repository, token_client
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from reviews.models import Memory
+
+    client.force_login(reviewer_user)
+    api = token_client(team, [Scope.REVIEWS_READ])
+    queue = list(client.get(f"/t/{team.slug}/reviews/").context["page"].object_list)
+    assert len(queue) >= 2
+    old, recent = queue[0], queue[1:]
+    Memory.objects.filter(pk=old.pk).update(added_at=timezone.now() - timedelta(days=30))
+    today = timezone.localdate().isoformat()
+    month_ago = (timezone.localdate() - timedelta(days=30)).isoformat()
+
+    page = client.get(f"/t/{team.slug}/reviews/", {"after": today}).context["page"]
+    listed = api.get("/api/reviews/proposals/", {"after": today}).json()["results"]
+    assert sorted(m.ref for m in page) == sorted(m["ref"] for m in listed)
+    assert sorted(m.ref for m in page) == sorted(m.ref for m in recent)
+    page = client.get(f"/t/{team.slug}/reviews/", {"before": month_ago}).context["page"]
+    assert [m.ref for m in page] == [old.ref]
+    # the proposal page's next/previous follow the same filtered queue, and keep the filter
+    first_recent = min(recent, key=lambda m: (m.added_at, m.pk))
+    detail = client.get(f"/t/{team.slug}/reviews/p/{old.pk}/", {"after": today}).context
+    assert detail["next_pk"] == first_recent.pk  # the old one is outside: the queue's first
+    assert detail["queue_query"] == f"?after={today}"
+    assert client.get(f"/t/{team.slug}/reviews/", {"after": "yesterday"}).status_code == 400
+    bad = api.get("/api/reviews/proposals/", {"after": "2026-13-01"})
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid-filter"

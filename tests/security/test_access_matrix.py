@@ -169,6 +169,7 @@ APIS = [
     Api("api-source-credential", "PUT", Scope.SOURCES_MANAGE, body={"kind": "none"}, pk="source"),
     Api("api-source-credential", "DELETE", Scope.SOURCES_MANAGE, ok=204, pk="source"),
     Api("api-source-latest-run", "GET", Scope.SOURCES_READ, pk="source"),
+    Api("api-source-records", "GET", Scope.SOURCES_READ, pk="source"),
     Api("api-context", "GET", Scope.CONTEXT_READ),
     Api("api-search", "GET", Scope.CONTEXT_READ, ok=400),  # no ?q=: query-required
     Api("api-search", "POST", Scope.CONTEXT_READ, ok=400, body={}),  # no q: query-required
@@ -246,6 +247,7 @@ APIS = [
     Api("bundle-import", "POST", Scope.BUNDLES_IMPORT, body="BUNDLE"),
     Api("bundle-import-file", "POST", Scope.BUNDLES_IMPORT, body="BUNDLE", fmt="multipart"),
     Api("bundle-import-job", "GET", Scope.BUNDLES_IMPORT),
+    Api("api-brain-chunks", "GET", Scope.BUNDLES_EXPORT),
     Api("api-brain-chunk", "DELETE", Scope.BUNDLES_IMPORT, ok=204),
     Api("api-brain-import-undo", "GET", Scope.BUNDLES_IMPORT),
     Api("api-brain-import-undo", "POST", Scope.BUNDLES_IMPORT, body={}),

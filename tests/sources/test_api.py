@@ -113,3 +113,33 @@ def test_it_answers_context_in_constant_queries(
     assert body["count"] == 30
     with django_assert_max_num_queries(6):
         assert client.get("/api/sources/").json()["count"] == 3
+
+
+def test_it_lists_a_sources_records_with_the_pages_filters(
+    token_client, team, other_team, tmp_path
+):
+    source = _source(
+        team,
+        tmp_path / "a",
+        {
+            "deploy": record_text("deploy", title="Deploy on Tuesdays"),
+            "tone": record_text("tone", title="Keep answers short", kind="preference"),
+        },
+    )
+    theirs = _source(other_team, tmp_path / "b", {"x": record_text("x")})
+    client = token_client(team, ["sources:read"])
+    body = client.get(f"/api/sources/{source.pk}/records/").json()
+    assert body["count"] == 2
+    assert {r["record_id"] for r in body["results"]} == {"deploy", "tone"}
+    assert "body" not in body["results"][0]
+    found = client.get(f"/api/sources/{source.pk}/records/", {"q": "tuesdays"}).json()
+    assert [r["record_id"] for r in found["results"]] == ["deploy"]
+    kind = client.get(f"/api/sources/{source.pk}/records/", {"kind": "PREFERENCE"}).json()
+    assert [r["record_id"] for r in kind["results"]] == ["tone"]
+    titles = client.get(f"/api/sources/{source.pk}/records/", {"sort": "-title"}).json()
+    assert [r["title"] for r in titles["results"]] == ["Keep answers short", "Deploy on Tuesdays"]
+    bad = client.get(f"/api/sources/{source.pk}/records/", {"sort": "body"})
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid-filter"
+    assert client.get(f"/api/sources/{theirs.pk}/records/").status_code == 404
+    Source.objects.filter(pk=source.pk).update(health=Health.DENIED)
+    assert client.get(f"/api/sources/{source.pk}/records/").json()["count"] == 0

@@ -247,3 +247,28 @@ def test_it_answers_api_source_mistakes_with_codes(https_server, team, token_cli
         reader.patch(f"/api/sources/{source.pk}/", {"name": "x"}, format="json").status_code == 403
     )
     assert not Source.objects.exclude(pk=source.pk).exists()
+
+
+def test_it_calls_a_failed_run_stale_only_after_the_source_was_once_read(
+    https_server, team, client, admin_user
+):
+    source = _added(team, https_server.base)  # nothing published: the first read fails
+    source_refresh(source_id=source.pk)
+    client.force_login(admin_user)
+    url = reverse("source-detail", args=[team.slug, source.pk])
+    page = client.get(url).content.decode()
+    assert '<span class="badge bad">Failed, nothing to serve yet</span>' in page
+    assert "Failed (stale)" not in page and "older copy served" not in page
+    _publish(https_server, ["a"])
+    source_refresh(source_id=source.pk)
+    https_server.serve("memories.json", "gone", status=500)
+    last = source_refresh(source_id=source.pk)
+    page = client.get(url).content.decode()
+    assert (
+        page.count('<span class="badge warn">Failed (older copy served)</span>') == 2
+    )  # banner + row
+    assert (
+        page.count('<span class="badge bad">Failed, nothing to serve yet</span>') == 1
+    )  # the first
+    partial = client.get(reverse("source-run-status", args=[team.slug, source.pk, last.pk]))
+    assert "Failed (older copy served)" in partial.content.decode()
