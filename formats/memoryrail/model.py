@@ -81,6 +81,9 @@ class Project:
     config: Config | None
     memories: list[Memory] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    # path -> the bytes each memory was read from, so a caller scanning the files (the index's
+    # secret scan) does not read them a second time
+    data: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

@@ -64,12 +64,67 @@ def _assignment_is_literal(match: re.Match[str]) -> bool:
     return _NOT_LITERAL.match(value) is None and not re.fullmatch(r"[A-Za-z_]+\(?", value)
 
 
+# Per rule, texts one of which every match of it contains. The case-insensitive rule is
+# checked on the lower-cased text, and only when that is ASCII: (?i) also lets `s` match the long s,
+# `k` the Kelvin sign, `i` a dotted capital I, which lower() does not turn into ASCII.
+_NEEDLES: dict[str, tuple[str, ...]] = {
+    "private-key": ("PRIVATE KEY",),
+    "aws-access-key-id": ("AKIA", "ASIA", "ABIA", "ACCA"),
+    "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "gitlab-token": ("glpat-",),
+    "slack-token": ("xox",),
+    "slack-webhook": ("https://hooks.slack.com/services/T",),
+    "stripe-key": ("_live_", "_test_"),
+    "openai-style-key": ("sk-",),
+    "jwt": ("eyJ",),
+    "url-credentials": ("://",),
+}
+_FOLDED_NEEDLES: dict[str, tuple[str, ...]] = {
+    # password, passwd, passphrase; pwd; secret, client_secret, secret_key; token,
+    # access_token, auth_token; api_key, apikey, access_key, private_key
+    "credential-assignment": (
+        "pass",
+        "pwd",
+        "secret",
+        "token",
+        "api_key",
+        "apikey",
+        "access_key",
+        "private_key",
+    ),
+}
+
+
+def _may_match(rule: str, text: str, folded: str | None) -> bool:
+    needles = _NEEDLES.get(rule)
+    if needles is not None:
+        return any(needle in text for needle in needles)
+    needles = _FOLDED_NEEDLES.get(rule)
+    if needles is not None and folded is not None:
+        return any(needle in folded for needle in needles)
+    return True  # a rule without needles, or a text that is not ASCII: the regex decides
+
+
 def scan_text(text: str, *, path: str) -> list[SecretFinding]:
     """Every (rule, line) that matches, in line order; one finding per rule per line."""
+    # First each rule once over the whole text, and only if a text its every match contains is
+    # in it (`_NEEDLES`: a substring search, far cheaper than a regex scan): no rule has an
+    # anchor, and what a line ends at in the text (a line break) is neither a word nor an
+    # alphanumeric character, just as the end of the line alone is not, so a rule matching in
+    # some line matches in the text too. Only the rules found there (nearly always none) are
+    # tried line by line.
+    folded = text.lower() if text.isascii() else None
+    rules = [
+        (rule, pattern)
+        for rule, pattern in RULES
+        if _may_match(rule, text, folded) and pattern.search(text)
+    ]
+    if not rules:
+        return []
     findings: list[SecretFinding] = []
     for number, line in enumerate(text.splitlines(), start=1):
         seen: set[str] = set()
-        for rule, pattern in RULES:
+        for rule, pattern in rules:
             for match in pattern.finditer(line):
                 if rule == "credential-assignment" and not _assignment_is_literal(match):
                     continue

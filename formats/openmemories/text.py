@@ -34,10 +34,31 @@ def string_fault(text: str) -> str | None:
     return None
 
 
+def _any_fault(value: Any) -> bool:
+    """Whether some string in `value` (keys and values of nested objects and arrays) is one
+    `string_fault` refuses: one pass with no message built, so that the clean case, nearly
+    every record and manifest entry, costs no labels (`string_problem` words the fault)."""
+    stack = [value]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        item = pop()
+        if isinstance(item, str):
+            if "\x00" in item or SURROGATE_RE.search(item):
+                return True
+        elif isinstance(item, dict):
+            extend(item)
+            extend(item.values())
+        elif isinstance(item, list | tuple):
+            extend(item)
+    return False
+
+
 def string_problem(value: Any, where: str) -> tuple[str, str] | None:
     """(code, message) for the first string in `value` (a string, or the keys and values of
     nested objects and arrays) that `string_fault` refuses. `where` names `value` in the
     message, like `name` or `memories[3]`; a key is named by where it is, never quoted."""
+    if not _any_fault(value):
+        return None
     stack: list[tuple[Any, str]] = [(value, f"'{where}'")]
     while stack:
         item, at = stack.pop()
@@ -56,6 +77,8 @@ def string_problem(value: Any, where: str) -> tuple[str, str] | None:
 
 def mapping_problem(mapping: Mapping[Any, Any], what: str) -> tuple[str, str, Any] | None:
     """string_problem over a top-level mapping: (code, message, the key it concerns)."""
+    if not _any_fault(mapping):
+        return None
     for key, value in mapping.items():
         code = string_fault(key) if isinstance(key, str) else None
         if code is not None:
@@ -79,11 +102,12 @@ def parse_timestamp(value: str) -> datetime | None:
     match = TIMESTAMP_RE.match(value)
     if match is None:
         return None
-    year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
-    fraction = match.group(7)
+    year, month, day, hour, minute, second, fraction = match.groups()
     micro = int((fraction[1:] + "000000")[:6]) if fraction else 0
     try:
-        return datetime(year, month, day, hour, minute, second, micro, tzinfo=UTC)
+        return datetime(
+            int(year), int(month), int(day), int(hour), int(minute), int(second), micro, tzinfo=UTC
+        )
     except ValueError:
         return None
 

@@ -139,11 +139,24 @@ def _value(get: Any, event: Any, depth: int) -> Any:
     raise Defer  # an alias
 
 
+# A plain scalar's tag depends on its text alone: the short ones every front matter repeats
+# (its keys, `true`, `draft`) are resolved once per process, not by the regex table each time.
+_RESOLVED: dict[str, str] = {}
+_RESOLVED_MAX, _RESOLVED_TEXT_MAX = 4096, 64
+
+
 def _resolve(value: str) -> str:
-    for tag, regexp in _RESOLVERS.get(value[:1], ()):
+    tag = _RESOLVED.get(value)
+    if tag is not None:
+        return tag
+    tag = _STR
+    for implicit, regexp in _RESOLVERS.get(value[:1], ()):
         if regexp.match(value):
-            return tag
-    return _STR
+            tag = implicit
+            break
+    if len(value) <= _RESOLVED_TEXT_MAX and len(_RESOLVED) < _RESOLVED_MAX:
+        _RESOLVED[value] = tag
+    return tag
 
 
 def _scalar(event: Any) -> Any:

@@ -73,7 +73,13 @@ def index_read(copy: WorkingCopy, head: str, *, repository: Repository) -> Index
     ):
         stale_by_id.setdefault(stale.id, []).append(stale.as_dict())
     for memory in project.memories:
-        text = (copy.path / memory.path).read_text(encoding="utf-8")
+        # The bytes read_project parsed, not a second read of the file (which could also have
+        # changed in between); splitlines() numbers lines alike with or without \r\n.
+        data = project.data.get(memory.path)
+        if data is None:
+            text = (copy.path / memory.path).read_text(encoding="utf-8")
+        else:
+            text = data.decode("utf-8")
         findings = [
             {"rule": f.rule, "line": f.line} for f in memoryrail.scan_text(text, path=memory.path)
         ]
