@@ -13,6 +13,7 @@ from bundles.readlog import refs_summary
 from bundles.usage.counting import usage_count
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Team
+from memoryadmin.templatetags.memoryadmin_format import counted
 from reviews.models import Memory, MemoryStatus
 from reviews.selectors import memory_pinned, memory_tags
 from sources.selectors import context_records
@@ -130,6 +131,6 @@ def context_read_record(
         team=team,
         target_type="sources.context",
         target_id=team.pk,
-        summary=f"Read {summary['count']} context items (of {total})",
+        summary=f"Read {counted(summary['count'], 'context item')} (of {total})",
         data={"scopes": scopes, "include": include, "offset": offset, "total": total, **summary},
     )

@@ -12,6 +12,7 @@ from django.db import transaction
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import AuditEvent, Membership, Role, Team
 from memoryadmin.slugs import slug_problem
+from memoryadmin.templatetags.memoryadmin_format import counted
 from memoryadmin.tokens import _revoke_personal_tokens
 
 if TYPE_CHECKING:
@@ -301,6 +302,6 @@ def group_delete(*, actor: Actor, group: Group, via: str = "Django admin") -> No
         action="group.delete",
         target_type="auth.group",
         target_id=pk,
-        summary=f"Deleted group {state['name']} ({via}); {len(members)} members lost it",
+        summary=f"Deleted group {state['name']} ({via}); {counted(len(members), 'member')} lost it",
         data={**state, "members": members, "via": via},
     )

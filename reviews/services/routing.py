@@ -11,6 +11,7 @@ from formats.memoryrail import reviewer_rules as routing
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.models import Membership, Role, Team
 from memoryadmin.permissions import Action, actor_require
+from memoryadmin.templatetags.memoryadmin_format import counted
 from reviews.models import Memory, MemoryStatus, Repository, ReviewSettings
 
 REVIEWING_ROLES = (Role.ADMIN, Role.REVIEWER)
@@ -67,7 +68,9 @@ def repository_routing_update(*, actor: Actor, repository: Repository, text: str
         action="repository.routing-update",
         team=repository.team,
         target=repository,
-        summary=f"Changed the reviewer routing of {repository.name} ({len(after)} rules)",
+        summary=(
+            f"Changed the reviewer routing of {repository.name} ({counted(len(after), 'rule')})"
+        ),
         data={"before": before, "after": after},
     )
     assignments_refresh(repository=repository)
