@@ -66,9 +66,7 @@ class ChunkQuerySet(models.QuerySet):
 
 
 class Chunk(models.Model):
-    # No index of its own: chunk_team_hash_unique and the other (team, …) indexes lead with it
-    # (one index fewer to write per inserted chunk).
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="chunks", db_index=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="chunks")
     content = models.TextField()
     content_hash = models.CharField(max_length=64)
     memory_type = models.CharField(max_length=64)
@@ -144,12 +142,8 @@ class ChunkOrigin(models.Model):
     whether the thing is approved knowledge right now; `expires_at` applies expiry at read time.
     """
 
-    # No indexes of their own: chunkorigin_team_ref_unique / chunkorigin_team_group lead with
-    # the team, chunkorigin_chunk_active with the chunk.
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_index=False)
-    chunk = models.ForeignKey(
-        Chunk, on_delete=models.CASCADE, related_name="origins", db_index=False
-    )
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="origins")
     kind = models.CharField(max_length=16, choices=OriginKind.choices)
     group = models.CharField(max_length=64)  # `source:<id>` / `repository:<id>`: one reconcile
     ref = models.CharField(max_length=600)

@@ -134,11 +134,7 @@ class InactiveReason(models.TextChoices):
 
 
 class Record(models.Model):
-    # No index of its own: record_id_per_snapshot and the two (snapshot, active, …) indexes
-    # lead with it (one index fewer to write per stored record).
-    snapshot = models.ForeignKey(
-        Snapshot, on_delete=models.CASCADE, related_name="records", db_index=False
-    )
+    snapshot = models.ForeignKey(Snapshot, on_delete=models.CASCADE, related_name="records")
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="+")
     record_id = models.CharField(max_length=500)
     path = models.CharField(max_length=1000)
