@@ -36,6 +36,7 @@ KIND_ORDER = ("constraint", "attempt", "gotcha", "decision")
 MAX_PLAN_CHARS = 10_000
 MAX_PATHS = 200
 MAX_TEXT_MATCHES = 20
+TEXT_DEPTH = MAX_TEXT_MATCHES * 3  # chunks read to find MAX_TEXT_MATCHES memories
 INSTRUCTION = (
     "Cite each memory you rely on as [per REF]. If your plan conflicts with a constraint or a "
     "decision below, stop and ask the user before going on. If an attempt below describes what "
@@ -316,37 +317,46 @@ def _text_hits(team: Team, plan: str, repo: Any, now: datetime) -> dict[tuple[in
     query = any_word_query(plan)
     if not query:
         return {}
-    origins = active_origins(now=now).filter(kind="repository")
-    if repo is not None:
-        origins = origins.filter(group=f"repository:{repo.pk}")
-    chunks = served_chunks(team, now).filter(
-        Exists(origins), memory_type__in=("x_constraint", "pitfall", "decision")
-    )
-    limit = MAX_TEXT_MATCHES * 3
     found: dict[tuple[int, str], float] = {}
-    for score, refs in _ranked_with_refs(chunks, query, limit):
+    for score, refs in _ranked_with_refs(text_chunks(team, repo, now), query, TEXT_DEPTH):
         for ref in sorted(refs):
             _, repository_id, memory_id = ref.split(":", 2)
             found.setdefault((int(repository_id), memory_id), score)
     return found
 
 
+def text_chunks(team: Team, repo: Repository | None, now: datetime) -> QuerySet:
+    """The served chunks mirrored from the (given) repository's memories of the four kinds."""
+    origins = active_origins(now=now).filter(kind="repository")
+    if repo is not None:
+        origins = origins.filter(group=f"repository:{repo.pk}")
+    return served_chunks(team, now).filter(
+        Exists(origins), memory_type__in=("x_constraint", "pitfall", "decision")
+    )
+
+
+def ranked_with_refs(chunks: QuerySet, query: str, limit: int) -> QuerySet | None:
+    """PostgreSQL: the best `limit` keyword matches as (score, their active repository
+    origin refs), the refs an ARRAY subquery of the same statement."""
+    from django.contrib.postgres.expressions import ArraySubquery
+
+    matched = keyword_match(chunks, query)
+    if matched is None:
+        return None
+    refs = ChunkOrigin.objects.filter(chunk_id=OuterRef("pk"), active=True, kind="repository")
+    return (
+        matched.annotate(refs=ArraySubquery(refs.order_by("ref").values("ref")))
+        .order_by("-keyword_score", "-id")
+        .values_list("keyword_score", "refs")[:limit]
+    )
+
+
 def _ranked_with_refs(chunks: QuerySet, query: str, limit: int) -> list[tuple[float, list[str]]]:
     """(score, the chunk's active repository origin refs) of the best `limit` matches, best
-    first: one statement on PostgreSQL (the refs as an ARRAY subquery), two elsewhere."""
-    refs = ChunkOrigin.objects.filter(chunk_id=OuterRef("pk"), active=True, kind="repository")
+    first: one statement on PostgreSQL (ranked_with_refs), two elsewhere."""
     if connection.vendor == "postgresql":
-        from django.contrib.postgres.expressions import ArraySubquery
-
-        matched = keyword_match(chunks, query)
-        if matched is None:
-            return []
-        rows = (
-            matched.annotate(refs=ArraySubquery(refs.order_by("ref").values("ref")))
-            .order_by("-keyword_score", "-id")
-            .values_list("keyword_score", "refs")[:limit]
-        )
-        return [(float(score or 0.0), list(found or [])) for score, found in rows]
+        rows = ranked_with_refs(chunks, query, limit)
+        return [(float(score or 0.0), list(refs or [])) for score, refs in rows or []]
     hits = keyword_hits(chunks, query, limit=limit)
     by_chunk: dict[int, list[str]] = {}
     for chunk_id, ref in ChunkOrigin.objects.filter(
