@@ -35,7 +35,7 @@ REQUESTS_PER_URL = 5  # --requests 200 (full) -> 1,000 requests per operation an
 # (an agent that searches or prechecks before each step of its work, steps a few seconds
 # apart), and the sweep that finds the highest total rate whose p95 stays under 50 ms.
 AGENT_RATE = 10.0
-PACED_RATES = [5.0, 10.0, 20.0, 40.0, 80.0, 160.0]
+PACED_RATES = [1.0, 2.0, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0]
 PACED_SECONDS = 10.0  # per rate (--quick: 5)
 
 
@@ -154,11 +154,10 @@ def _raw(t: dict[str, Any], what: str) -> str:
     return f"{what} p95 {t['p95_ms']:.1f} ms (p50 {t['p50_ms']:.1f}, {t['throughput']:.0f}/s)"
 
 
-def _at_rate(sweep: dict[str, Any]) -> dict[str, Any]:
-    """The sweep's run at the stated agent rate (or the last it reached, when it stopped
-    below it)."""
+def _at_rate(sweep: dict[str, Any], rate: float = AGENT_RATE) -> dict[str, Any]:
+    """The sweep's run at `rate` (the stated agent rate; or the last it reached)."""
     runs = sweep["runs"]
-    return next((r for r in runs if r["rate"] == AGENT_RATE), runs[-1])
+    return next((r for r in runs if r["rate"] == rate), runs[-1])
 
 
 def _paced(sweep: dict[str, Any], label: str = "") -> str:
@@ -229,6 +228,7 @@ def bench_agents(run: Run) -> None:
             rates=PACED_RATES,
             seconds=seconds,
             first=numbering["next"],
+            through=AGENT_RATE,
         )
         numbering["next"] = found["next"]
         paced[key] = found
@@ -262,7 +262,7 @@ def bench_agents(run: Run) -> None:
         bodies=bodies,
         clients=CLIENTS,
         requests=total,
-        paced={"rates": PACED_RATES, "seconds": seconds},
+        paced={"rates": PACED_RATES, "seconds": seconds, "through": AGENT_RATE},
     )
     sql, backend = found["timings"], found.get("vector_backend", "")
     sql_paced = found["paced"]
@@ -355,7 +355,7 @@ def bench_agents(run: Run) -> None:
             continue
         served, raw = paced[key], sql_paced.get(baseline)
         at = _at_rate(served)
-        raw_at = _at_rate(raw) if raw else None
+        raw_at = _at_rate(raw, at["rate"]) if raw else None
         ratio = _ratio(at["p95_ms"], raw_at["p95_ms"]) if raw_at else None
         run.add(
             Row(

@@ -140,10 +140,12 @@ def paced_sweep(
     rates: list[float],
     seconds: float,
     first: int = 0,
+    through: float = 0.0,
 ) -> dict[str, Any]:
-    """run_paced at each of `rates` (ascending) until p95 reaches the bar; the highest rate
-    whose p95 stayed under it (0 when even the first did not). Above the first rate that
-    misses, queueing only grows, so the sweep stops there."""
+    """run_paced at each of `rates` (ascending) until p95 reaches the bar, and at least up to
+    the rate `through` (the stated one, always measured); the highest rate whose p95 stayed
+    under the bar (0 when even the first did not). Above a rate that misses, queueing only
+    grows, so the sweep stops there."""
     runs: list[dict[str, Any]] = []
     for rate in rates:
         found = run_paced(
@@ -151,7 +153,7 @@ def paced_sweep(
         )
         first += found["count"] + clients
         runs.append(found)
-        if found["p95_ms"] >= BAR_MS:
+        if found["p95_ms"] >= BAR_MS and rate >= through:
             break
     passing = [r["rate"] for r in runs if r["p95_ms"] < BAR_MS]
     return {"runs": runs, "max_rate": max(passing, default=0.0), "next": first}

@@ -302,6 +302,7 @@ def _paced(connections: list[Any], run_one: Any, paced: dict[str, Any]) -> dict[
         clients=len(connections),
         rates=list(paced["rates"]),
         seconds=float(paced["seconds"]),
+        through=float(paced.get("through", 0.0)),
     )
 
 
