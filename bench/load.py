@@ -73,3 +73,87 @@ def run_load(
         "throughput": len(samples) / elapsed,
         "client_cpu_ms": client_cpu * 1000,
     }
+
+
+# -- paced (open-loop) load ------------------------------------------------------------------
+
+BAR_MS = 50.0  # issue #15's and #16's p95 bar
+
+
+def run_paced(
+    make_client: Callable[[], Any],
+    request: Request,
+    *,
+    clients: int,
+    rate: float,
+    seconds: float,
+    first: int = 0,
+) -> dict[str, Any]:
+    """Open loop: `clients` threads, each sending on a fixed schedule of one request every
+    clients / rate seconds (the clients' schedules staggered evenly, so the total is `rate`
+    per second), for `seconds`. Latency is measured from each request's *scheduled* send time,
+    not from when a busy client got round to sending it: a server that falls behind shows its
+    queueing in the percentiles instead of slowing the load down (no coordinated omission).
+    Request numbers start at `first` (give each run its own range: no query repeats)."""
+    interval = clients / rate
+    per_client = max(1, round(seconds * rate / clients))
+    failures: list[str] = []
+    ready = threading.Barrier(clients)
+    origin: list[float] = []
+
+    def work(index: int) -> list[float]:
+        samples: list[float] = []
+        try:
+            with make_client() as client:
+                if ready.wait(timeout=BARRIER_SECONDS) == 0:
+                    origin.append(time.perf_counter() + 0.2)
+                ready.wait(timeout=BARRIER_SECONDS)  # every client reads the same origin
+                start = origin[0] + index * interval / clients
+                for k in range(per_client):
+                    scheduled = start + k * interval
+                    pause = scheduled - time.perf_counter()
+                    if pause > 0:
+                        time.sleep(pause)
+                    n = first + k * clients + index
+                    status = request(client, n)
+                    samples.append(time.perf_counter() - scheduled)
+                    if status != 200:
+                        failures.append(f"request {n} answered {status}")
+        except BaseException:
+            ready.abort()
+            raise
+        return samples
+
+    with ThreadPoolExecutor(clients) as pool:
+        samples = [s for part in pool.map(work, range(clients)) for s in part]
+    elapsed = time.perf_counter() - origin[0]
+    if failures:
+        raise RuntimeError(f"{len(failures)} failed requests, first: {failures[0]}")
+    return {**percentiles(samples), "rate": rate, "achieved": len(samples) / elapsed}
+
+
+def paced_sweep(
+    make_client: Callable[[], Any],
+    request: Request,
+    *,
+    clients: int,
+    rates: list[float],
+    seconds: float,
+    first: int = 0,
+    through: float = 0.0,
+) -> dict[str, Any]:
+    """run_paced at each of `rates` (ascending) until p95 reaches the bar, and at least up to
+    the rate `through` (the stated one, always measured); the highest rate whose p95 stayed
+    under the bar (0 when even the first did not). Above a rate that misses, queueing only
+    grows, so the sweep stops there."""
+    runs: list[dict[str, Any]] = []
+    for rate in rates:
+        found = run_paced(
+            make_client, request, clients=clients, rate=rate, seconds=seconds, first=first
+        )
+        first += found["count"] + clients
+        runs.append(found)
+        if found["p95_ms"] >= BAR_MS and rate >= through:
+            break
+    passing = [r["rate"] for r in runs if r["p95_ms"] < BAR_MS]
+    return {"runs": runs, "max_rate": max(passing, default=0.0), "next": first}

@@ -6,12 +6,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Q, QuerySet
 
 from bundles.readlog import refs_summary
-from bundles.usage.counting import usage_count
-from memoryadmin.audit import Actor, audit_record
+from bundles.usage.counting import read_log_write
+from memoryadmin.audit import Actor
 from memoryadmin.models import Team
 from memoryadmin.templatetags.memoryadmin_format import counted
 from reviews.models import Memory, MemoryStatus
@@ -110,7 +109,6 @@ def context_memory(memory: Any, provenance: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@transaction.atomic
 def context_read_record(
     *,
     actor: Actor,
@@ -122,13 +120,14 @@ def context_read_record(
     offset: int = 0,
 ) -> None:
     """The read log: which token read which context items (refs, never content); and their
-    usage counters (one statement, bundles.usage.counting)."""
+    usage counters, in one statement (bundles.usage.counting.read_log_write)."""
     summary = refs_summary(refs)
-    usage_count(team=team, actor=actor, operation="context", refs=refs)
-    audit_record(
+    read_log_write(
         actor=actor,
-        action="context.read",
         team=team,
+        operation="context",
+        refs=refs,
+        action="context.read",
         target_type="sources.context",
         target_id=team.pk,
         summary=f"Read {counted(summary['count'], 'context item')} (of {total})",

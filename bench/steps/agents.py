@@ -101,27 +101,50 @@ def _search_sql(team: Any, query: str) -> Any:
 
 
 def _precheck_sql(team: Any, body: dict[str, Any]) -> list[Any]:
-    """The statements precheck ranks with: the narrow read of pinned and linked memories,
-    and the text match of the plan's words over the repository memories' mirrored chunks."""
-    from django.db.models import Exists
+    """The statements that give precheck's answer, with the parameters the service sends:
+    on PostgreSQL the plan's text match with its chunks' repository refs (one statement), the
+    answer's rows (link match, pinned key and the text hits in one statement, with the shared-
+    ref count), and the approvals of the memories that apply (the provenance). The read log's
+    write is left out: the baseline is the read alone, so the ratio includes the audit.
+    Elsewhere: the narrow link read and the text match (the SQLite service sends two more)."""
+    import posixpath
+
+    from django.db import connection
     from django.utils import timezone
 
     from bundles.agents import precheck as module
     from bundles.agents.ranking import any_word_query, keyword_match
-    from bundles.selectors import active_origins, served_chunks
+    from reviews.models import DecisionItem, DecisionKind, PushState
 
-    statements = [module.linked_memories(team, None, list(body.get("paths") or []))]
+    now = timezone.now()
+    paths = [posixpath.normpath(p) for p in body.get("paths") or []]
     query = any_word_query(str(body.get("plan") or ""))
+    chunks = module.text_chunks(team, None, now)
+    if connection.vendor != "postgresql":
+        statements = [module.linked_memories(team, None, paths)]
+        matched = keyword_match(chunks, query) if query else None
+        if matched is not None:
+            ranked = matched.order_by("-keyword_score", "-id")
+            statements.append(ranked.values_list("id", "keyword_score")[: module.TEXT_DEPTH])
+        return statements
+    statements = []
+    hits: dict[tuple[int, str], float] = {}
     if query:
-        now = timezone.now()
-        chunks = served_chunks(team, now).filter(
-            Exists(active_origins(now=now).filter(kind="repository")),
-            memory_type__in=("x_constraint", "pitfall", "decision"),
-        )
-        matched = keyword_match(chunks, query)
-        limit = module.MAX_TEXT_MATCHES * 3
+        statements.append(module.ranked_with_refs(chunks, query, module.TEXT_DEPTH))
+        hits = module._text_hits(team, str(body["plan"]), None, now)
+    statements.append(module.candidate_rows(team, None, paths, hits))
+    answer = module.precheck(team=team, plan=body.get("plan"), paths=body.get("paths"))
+    keys = [m["id"] for m in answer["memories"]]
+    if keys:  # reviews.selectors.memory_provenance's statement (one repository here)
         statements.append(
-            matched.order_by("-keyword_score", "-id").values_list("id", "keyword_score")[:limit]
+            DecisionItem.objects.filter(
+                decision__repository_id=answer["memories"][0]["provenance"]["repository_id"],
+                decision__kind=DecisionKind.APPROVE,
+                decision__state=PushState.PUSHED,
+                memory_key__in=keys,
+            )
+            .order_by("decision_id")
+            .values_list("memory_key", "decision__actor_label", "decision__commit_sha")
         )
     return statements
 
@@ -220,6 +243,7 @@ def agents_sql(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
             db.execute("SET hnsw.iterative_scan = relaxed_order")
             db.execute(f"SET hnsw.ef_search = {max(store.HNSW_EF_SEARCH, CANDIDATES)}")
     results: dict[str, Any] = {}
+    paced: dict[str, Any] = {}
     try:
         for operation, statements in plans.items():
 
@@ -235,6 +259,8 @@ def agents_sql(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
                     sql = sql.replace("%s", "?") if sqlite else sql
                     connections[0].execute(sql, params).fetchall()
             results[operation] = _timed(clients, total, run_one)
+            if args.get("paced") and operation in ("search", "precheck", "hybrid"):
+                paced[operation] = _paced(connections, run_one, args["paced"])
         if model_dim is not None:
             model, dim = model_dim
             if not pgvector:
@@ -243,7 +269,41 @@ def agents_sql(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
     finally:
         for db in connections:
             db.close()
-    return {"timings": results, "vector_backend": store.backend() if model_dim else ""}
+    return {
+        "timings": results,
+        "paced": paced,
+        "vector_backend": store.backend() if model_dim else "",
+    }
+
+
+def _paced(connections: list[Any], run_one: Any, paced: dict[str, Any]) -> dict[str, Any]:
+    """The HTTP rows' paced sweep (bench.load.paced_sweep) over the same statements: one
+    driver connection per client, the statements of request n as run_one sends them."""
+    import itertools
+    import threading
+    from contextlib import nullcontext
+
+    from bench.load import paced_sweep
+
+    handed = itertools.count()
+    lock = threading.Lock()
+
+    def make_client() -> Any:  # each run's `clients` threads take one connection each
+        with lock:
+            return nullcontext(next(handed) % len(connections))
+
+    def request(index: int, n: int) -> int:
+        run_one(index, n)
+        return 200
+
+    return paced_sweep(
+        make_client,
+        request,
+        clients=len(connections),
+        rates=list(paced["rates"]),
+        seconds=float(paced["seconds"]),
+        through=float(paced.get("through", 0.0)),
+    )
 
 
 def _vector_part(

@@ -11,17 +11,18 @@ Only `active` memories: proposed, superseded, archived and resolved ones never a
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Iterable
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
 from django.db import connection
-from django.db.models import BooleanField, Count, Exists, Q, QuerySet
+from django.db.models import BooleanField, Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from bundles.agents.errors import AgentError
-from bundles.agents.ranking import any_word_query, keyword_hits
+from bundles.agents.ranking import any_word_query, keyword_hits, keyword_match
 from bundles.agents.readmodel import clean_list, clean_text, team_repository
 from bundles.context import UNTRUSTED_NOTE
 from bundles.models import ChunkOrigin
@@ -35,6 +36,7 @@ KIND_ORDER = ("constraint", "attempt", "gotcha", "decision")
 MAX_PLAN_CHARS = 10_000
 MAX_PATHS = 200
 MAX_TEXT_MATCHES = 20
+TEXT_DEPTH = MAX_TEXT_MATCHES * 3  # chunks read to find MAX_TEXT_MATCHES memories
 INSTRUCTION = (
     "Cite each memory you rely on as [per REF]. If your plan conflicts with a constraint or a "
     "decision below, stop and ask the user before going on. If an attempt below describes what "
@@ -145,7 +147,17 @@ def linked_memories(team: Team, repo: Repository | None, paths: list[str]) -> Qu
     directories>` through a GIN index (migration bundles/0011), plus the few irregular links
     (IRREGULAR_LINKS); the caller still applies link_applies to what comes back, so the rule
     stays the one in Python. Elsewhere every candidate with links is read and checked."""
-    memories = candidate_memories(team, repo)
+    memories, maybe = _maybe_linked(candidate_memories(team, repo), paths)
+    return (
+        memories.filter(maybe)
+        .order_by()
+        .values_list("id", "type", "front_matter__links", "front_matter__pinned")
+    )
+
+
+def _maybe_linked(memories: QuerySet[Memory], paths: list[str]) -> tuple[QuerySet[Memory], Q]:
+    """The memories that may be pinned or link to one of `paths`, as a filter (PostgreSQL:
+    the `?|` match of LINK_MATCH; elsewhere every memory with links)."""
     maybe = Q(type="constraint", front_matter__has_key="pinned")
     if paths and connection.vendor == "postgresql":
         memories = memories.alias(
@@ -156,11 +168,7 @@ def linked_memories(team: Team, repo: Repository | None, paths: list[str]) -> Qu
         maybe |= Q(link_hit=True)
     elif paths:
         maybe |= Q(front_matter__has_key="links")
-    return (
-        memories.filter(maybe)
-        .order_by()
-        .values_list("id", "type", "front_matter__links", "front_matter__pinned")
-    )
+    return memories, maybe
 
 
 def precheck(
@@ -177,33 +185,22 @@ def precheck(
     if not plan and not paths:
         raise AgentError(400, "plan-required", "Give a plan, paths, or both.")
     repo = team_repository(team, repository)
+    hits = _text_hits(team, plan, repo, now) if plan else {}
+    candidates = list(candidate_rows(team, repo, paths, hits))
+    # The rule, in Python, decides every row the SQL narrowed to.
     why: dict[int, list[dict[str, Any]]] = {}
-    for pk, kind, links, pinned in linked_memories(team, repo, paths):
+    for memory in candidates:
         reasons: list[dict[str, Any]] = []
-        if kind == "constraint" and pinned is not None:
-            reasons.append({"reason": "pinned"})  # checked on the full row below
-        for link in valid_links(links):
+        if memory.type == "constraint" and memory_pinned(memory):
+            reasons.append({"reason": "pinned"})
+        for link in memory_links(memory):
             for path in paths:
                 if link_applies(link, path):
                     reasons.append({"reason": "link", "link": link, "path": path})
         if reasons:
-            why[pk] = reasons
-    hits = _text_hits(team, plan, repo, now) if plan else {}
-    wanted = Q(pk__in=list(why))
-    if hits:
-        wanted |= Q(memory_id__in=sorted({memory_id for _, memory_id in hits}))
-    candidates = {}
-    if why or hits:
-        rows = candidate_memories(team, repo).filter(wanted).select_related("repository")
-        candidates = {m.pk: m for m in rows.only(*ANSWER_FIELDS)}
-    for memory in candidates.values():
-        reasons = why.get(memory.pk, [])
-        if reasons and reasons[0]["reason"] == "pinned" and not memory_pinned(memory):
-            reasons.pop(0)  # a `pinned` key that is not true
-        if not reasons:
-            why.pop(memory.pk, None)
+            why[memory.pk] = reasons
     text_score: dict[int, float] = {}
-    by_key = {(m.repository_id, m.memory_id): m for m in candidates.values()}
+    by_key = {(m.repository_id, m.memory_id): m for m in candidates}
     terms = any_word_query(plan).split(" or ") if plan else []
     for key, score in hits.items():
         memory = by_key.get(key)
@@ -214,9 +211,8 @@ def precheck(
             {"reason": "text", "matched": [t for t in terms if t in text][:20]}
         )
         text_score[memory.pk] = score
-    applying = [candidates[pk] for pk in why if pk in candidates]
+    applying = [m for m in candidates if m.pk in why]
     applying.sort(key=lambda m: _order(m, why[m.pk], text_score.get(m.pk, 0.0)))
-    ambiguous = _ambiguous_refs(team, [m.ref for m in applying])
     provenance: dict[tuple[int, str], dict[str, Any]] = {}
     groups: dict[int, list[Memory]] = {}
     for memory in applying:
@@ -224,36 +220,7 @@ def precheck(
     for group in groups.values():
         for key, value in memory_provenance(group[0].repository, group).items():
             provenance[(group[0].repository_id, key)] = value
-    items = []
-    for memory in applying:
-        ref = memory.ref if memory.ref not in ambiguous else memory.memory_id
-        items.append(
-            {
-                "ref": memory.ref,
-                "ref_ambiguous": memory.ref in ambiguous,
-                "cite": f"[per {ref}]",
-                "id": memory.memory_id,
-                "type": memory.type,
-                "pinned": memory_pinned(memory),
-                "title": memory.title,
-                "body": memory.body,
-                "tags": memory_tags(memory),
-                "links": memory_links(memory),
-                "why": why[memory.pk],
-                "repository": memory.repository.name,
-                "provenance": {
-                    "origin": "repository",
-                    "ref": f"repository:{memory.repository_id}:{memory.memory_id}",
-                    "repository": memory.repository.name,
-                    "repository_id": memory.repository_id,
-                    "memory_id": memory.memory_id,
-                    "memory_ref": memory.ref,
-                    "path": memory.path,
-                    "updated": memory.updated,
-                    **provenance[(memory.repository_id, memory.memory_id)],
-                },
-            }
-        )
+    items = [_item(m, why[m.pk], provenance[(m.repository_id, m.memory_id)]) for m in applying]
     return {
         "note": UNTRUSTED_NOTE,
         "instruction": INSTRUCTION,
@@ -261,6 +228,80 @@ def precheck(
         "conflict_check": [i["cite"] for i in items if i["type"] in ("constraint", "decision")],
         "memories": items,
     }
+
+
+def _item(memory: Memory, why: list[dict[str, Any]], provenance: dict[str, Any]) -> dict[str, Any]:
+    ambiguous = memory.ref_count > 1  # two of the team's memories share it: cite by id
+    return {
+        "ref": memory.ref,
+        "ref_ambiguous": ambiguous,
+        "cite": f"[per {memory.memory_id if ambiguous else memory.ref}]",
+        "id": memory.memory_id,
+        "type": memory.type,
+        "pinned": memory_pinned(memory),
+        "title": memory.title,
+        "body": memory.body,
+        "tags": memory_tags(memory),
+        "links": memory_links(memory),
+        "why": why,
+        "repository": memory.repository.name,
+        "provenance": {
+            "origin": "repository",
+            "ref": f"repository:{memory.repository_id}:{memory.memory_id}",
+            "repository": memory.repository.name,
+            "repository_id": memory.repository_id,
+            "memory_id": memory.memory_id,
+            "memory_ref": memory.ref,
+            "path": memory.path,
+            "updated": memory.updated,
+            **provenance,
+        },
+    }
+
+
+def candidate_rows(
+    team: Team, repo: Repository | None, paths: list[str], hits: dict[tuple[int, str], float]
+) -> QuerySet[Memory]:
+    """The answer's rows, read once: the candidates that may be pinned, may link to one of
+    the paths, or matched the plan's words (`hits`), with what the answer shows and how many
+    of the team's memories share each one's short ref (`ref_count`).
+
+    PostgreSQL narrows by link in the same statement (linked_memories' `?|` match). Elsewhere
+    the narrow read of linked_memories runs first, so the bodies of every memory with links
+    never leave the database; its rows are then checked by the same rule."""
+    memories = candidate_memories(team, repo)
+    wanted = Q(pk__in=[])
+    if connection.vendor == "postgresql":
+        memories, wanted = _maybe_linked(memories, paths)
+    else:
+        wanted = Q(pk__in=_may_apply(linked_memories(team, repo, paths), paths))
+    if hits:
+        wanted |= Q(memory_id__in=sorted({memory_id for _, memory_id in hits}))
+    same_ref = (
+        Memory.objects.filter(team=team, ref=OuterRef("ref"))
+        .order_by()
+        .values("ref")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    return (
+        memories.filter(wanted)
+        .select_related("repository")
+        .only(*ANSWER_FIELDS)
+        .annotate(ref_count=Subquery(same_ref))
+        .order_by("id")
+    )
+
+
+def _may_apply(rows: Iterable[tuple], paths: list[str]) -> list[int]:
+    """The ids of linked_memories' rows that carry a `pinned` key or a link the rule applies."""
+    found = []
+    for pk, kind, links, pinned in rows:
+        if (kind == "constraint" and pinned is not None) or any(
+            link_applies(link, path) for link in valid_links(links) for path in paths
+        ):
+            found.append(pk)
+    return found
 
 
 def _order(memory: Memory, reasons: list[dict[str, Any]], score: float) -> tuple:
@@ -276,37 +317,50 @@ def _text_hits(team: Team, plan: str, repo: Any, now: datetime) -> dict[tuple[in
     query = any_word_query(plan)
     if not query:
         return {}
-    origins = active_origins(now=now).filter(kind="repository")
-    if repo is not None:
-        origins = origins.filter(group=f"repository:{repo.pk}")
-    chunks = served_chunks(team, now).filter(
-        Exists(origins), memory_type__in=("x_constraint", "pitfall", "decision")
-    )
-    hits = keyword_hits(chunks, query, limit=MAX_TEXT_MATCHES * 3)
-    if not hits:
-        return {}
-    refs: dict[int, list[str]] = {}
-    for chunk_id, ref in ChunkOrigin.objects.filter(
-        chunk_id__in=[h.chunk_id for h in hits], active=True, kind="repository"
-    ).values_list("chunk_id", "ref"):
-        refs.setdefault(chunk_id, []).append(ref)
     found: dict[tuple[int, str], float] = {}
-    for hit in hits:
-        for ref in sorted(refs.get(hit.chunk_id, [])):
+    for score, refs in _ranked_with_refs(text_chunks(team, repo, now), query, TEXT_DEPTH):
+        for ref in sorted(refs):
             _, repository_id, memory_id = ref.split(":", 2)
-            found.setdefault((int(repository_id), memory_id), hit.score)
+            found.setdefault((int(repository_id), memory_id), score)
     return found
 
 
-def _ambiguous_refs(team: Team, refs: list[str]) -> set[str]:
-    """Short refs two or more of the team's memories share: cite those by id (never guess)."""
-    if not refs:
-        return set()
-    rows = (
-        Memory.objects.filter(team=team, ref__in=set(refs))
-        .values("ref")
-        .annotate(n=Count("id"))
-        .filter(n__gt=1)
-        .values_list("ref", flat=True)
+def text_chunks(team: Team, repo: Repository | None, now: datetime) -> QuerySet:
+    """The served chunks mirrored from the (given) repository's memories of the four kinds."""
+    origins = active_origins(now=now).filter(kind="repository")
+    if repo is not None:
+        origins = origins.filter(group=f"repository:{repo.pk}")
+    return served_chunks(team, now).filter(
+        Exists(origins), memory_type__in=("x_constraint", "pitfall", "decision")
     )
-    return set(rows)
+
+
+def ranked_with_refs(chunks: QuerySet, query: str, limit: int) -> QuerySet | None:
+    """PostgreSQL: the best `limit` keyword matches as (score, their active repository
+    origin refs), the refs an ARRAY subquery of the same statement."""
+    from django.contrib.postgres.expressions import ArraySubquery
+
+    matched = keyword_match(chunks, query)
+    if matched is None:
+        return None
+    refs = ChunkOrigin.objects.filter(chunk_id=OuterRef("pk"), active=True, kind="repository")
+    return (
+        matched.annotate(refs=ArraySubquery(refs.order_by("ref").values("ref")))
+        .order_by("-keyword_score", "-id")
+        .values_list("keyword_score", "refs")[:limit]
+    )
+
+
+def _ranked_with_refs(chunks: QuerySet, query: str, limit: int) -> list[tuple[float, list[str]]]:
+    """(score, the chunk's active repository origin refs) of the best `limit` matches, best
+    first: one statement on PostgreSQL (ranked_with_refs), two elsewhere."""
+    if connection.vendor == "postgresql":
+        rows = ranked_with_refs(chunks, query, limit)
+        return [(float(score or 0.0), list(refs or [])) for score, refs in rows or []]
+    hits = keyword_hits(chunks, query, limit=limit)
+    by_chunk: dict[int, list[str]] = {}
+    for chunk_id, ref in ChunkOrigin.objects.filter(
+        chunk_id__in=[h.chunk_id for h in hits], active=True, kind="repository"
+    ).values_list("chunk_id", "ref"):
+        by_chunk.setdefault(chunk_id, []).append(ref)
+    return [(hit.score, by_chunk.get(hit.chunk_id, [])) for hit in hits]

@@ -9,7 +9,6 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -18,10 +17,10 @@ from bundles.context import UNTRUSTED_NOTE
 from bundles.models import Chunk, ChunkOrigin
 from bundles.readlog import refs_summary
 from bundles.secrets import mask_secrets
-from bundles.usage.counting import usage_count
+from bundles.usage.counting import read_log_write
 from formats.crosswalk import REVERSE_TYPES, split_content
 from formats.memoryrail.model import PREFIX_TYPES
-from memoryadmin.audit import Actor, audit_record
+from memoryadmin.audit import Actor
 from memoryadmin.models import Team
 from reviews.models import Repository
 
@@ -202,7 +201,6 @@ def result_refs(operation: str, result: dict[str, Any]) -> list[str]:
     return [result["memory"]["ref"]]
 
 
-@transaction.atomic
 def agent_read_record(
     *,
     actor: Actor,
@@ -214,13 +212,14 @@ def agent_read_record(
 ) -> None:
     """The read log of an agent operation (search, precheck, get): which refs it returned to
     which token, never the content nor the query text (its length only); and its usage
-    counters (one statement, bundles.usage.counting)."""
+    counters, in one statement (bundles.usage.counting.read_log_write)."""
     summary = refs_summary(refs)
-    usage_count(team=team, actor=actor, operation=operation, refs=refs)
-    audit_record(
+    read_log_write(
         actor=actor,
-        action=f"agents.{operation}",
         team=team,
+        operation=operation,
+        refs=refs,
+        action=f"agents.{operation}",
         target_type="bundles.agents",
         target_id=team.pk,
         summary=f"{operation}: {summary['count']} results ({via})",

@@ -11,8 +11,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.db.models import CharField, Exists, Q, QuerySet, Value
-from django.db.models.functions import Cast, Concat
+from django.db import connection
+from django.db.models import CharField, Exists, OuterRef, Q, QuerySet, Value
+from django.db.models.functions import Cast, Concat, JSONObject
 from django.utils import timezone
 
 from bundles.agents.errors import AgentError
@@ -30,7 +31,7 @@ from bundles.agents.readmodel import (
     team_repository,
 )
 from bundles.context import UNTRUSTED_NOTE
-from bundles.models import Chunk
+from bundles.models import Chunk, ChunkOrigin
 from bundles.selectors import active_origins, served_chunks
 from formats.crosswalk import MEMORY_TYPES, SOURCE_TYPES
 from formats.memoryai import CORE_TYPES
@@ -99,6 +100,44 @@ def search_filters(
     return chunks
 
 
+RESULT_FIELDS = (
+    "id",
+    "content",
+    "memory_type",
+    "tags",
+    "is_pinned",
+    "suspicious",
+    "secret_findings",
+    "standalone",
+    "origin",
+)
+
+
+def result_rows(ids: list[int], now: datetime) -> tuple[dict[int, Chunk], dict[int, list]]:
+    """The results' chunks and their active origins (smallest ref first). PostgreSQL: one
+    statement, the origins a JSON array subquery of each row; elsewhere two queries."""
+    rows = Chunk.objects.filter(pk__in=ids).only(*RESULT_FIELDS)
+    if connection.vendor != "postgresql":
+        return {chunk.pk: chunk for chunk in rows}, active_origins_of(ids, now)
+    from django.contrib.postgres.expressions import ArraySubquery
+
+    origins = (
+        ChunkOrigin.objects.filter(chunk_id=OuterRef("pk"), active=True)
+        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+        .order_by("ref")
+        .values(json=JSONObject(kind="kind", ref="ref", metadata="metadata"))
+    )
+    by_id: dict[int, Chunk] = {}
+    by_chunk: dict[int, list] = {}
+    for chunk in rows.annotate(served_origins=ArraySubquery(origins)):
+        by_id[chunk.pk] = chunk
+        by_chunk[chunk.pk] = [
+            ChunkOrigin(chunk_id=chunk.pk, kind=o["kind"], ref=o["ref"], metadata=o["metadata"])
+            for o in chunk.served_origins or []
+        ]
+    return by_id, by_chunk
+
+
 def search_memory(
     *,
     team: Team,
@@ -155,21 +194,7 @@ def search_memory(
         signals["meaning"] = meaning
     ranked = fuse(signals)[:limit]
     ids = [pk for pk, _, _ in ranked]
-    by_id = {
-        chunk.pk: chunk
-        for chunk in Chunk.objects.filter(pk__in=ids).only(
-            "id",
-            "content",
-            "memory_type",
-            "tags",
-            "is_pinned",
-            "suspicious",
-            "secret_findings",
-            "standalone",
-            "origin",
-        )
-    }
-    origins_by_chunk = active_origins_of(ids, now)
+    by_id, origins_by_chunk = result_rows(ids, now)
     terms = query_terms(query)
     results = []
     for position, (pk, fused, per) in enumerate(ranked, 1):

@@ -1,12 +1,18 @@
 """Count an agent read in one statement: served N times, last on D, by token T; and the
 reader's operations per day.
 
-Every read that is audited (search, precheck, get and context; REST and MCP) calls
-`usage_count` from its read-log function, in the same transaction as the audit event. It runs
-ONE `INSERT … ON CONFLICT (team_id, key) DO UPDATE SET count = count + excluded.count` for all
-the refs the read returned plus the reader's activity row: PostgreSQL and SQLite (3.24+) both
-speak it, and the number of statements does not grow with the number of results. Rows are
-sent sorted by key, so two concurrent reads lock shared rows in the same order (no deadlock).
+Every read that is audited (search, precheck, get and context; REST and MCP) writes its audit
+event and its counters with `read_log_write`. The counters are ONE `INSERT … ON CONFLICT
+(team_id, key) DO UPDATE SET count = count + excluded.count` for all the refs the read returned
+plus the reader's activity row: PostgreSQL and SQLite (3.24+) both speak it, and the number of
+statements does not grow with the number of results. Rows are sent sorted by key, so two
+concurrent reads lock shared rows in the same order (no deadlock).
+
+On PostgreSQL the audit event's INSERT rides in the same statement as a data-modifying CTE
+(`WITH audit AS (INSERT INTO memoryadmin_auditevent …) INSERT INTO bundles_usagecounter …`):
+one statement is one transaction, so the event and the counters land together or not at all,
+in one round trip instead of BEGIN, two INSERTs and COMMIT. SQLite has no DML in a CTE: there
+it is the two statements in one transaction.
 """
 
 from __future__ import annotations
@@ -15,12 +21,13 @@ from collections import Counter
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from django.db import connection
+from django.db import connection, transaction
+from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
 from bundles.usage.models import UsageCounter, UsageKind
-from memoryadmin.audit import Actor
-from memoryadmin.models import Team
+from memoryadmin.audit import Actor, audit_record, current_ip, current_request_id
+from memoryadmin.models import AuditEvent, Team
 
 COLUMNS = (
     "team_id",
@@ -56,7 +63,67 @@ def usage_count(
 ) -> None:
     """Bump the counters of `refs` (each once per read) and the reader's activity of the day.
 
-    Called inside the read log's transaction; one statement whatever the number of refs."""
+    One statement whatever the number of refs (read_log_write adds the audit event to it)."""
+    sql, params = usage_statement(team=team, actor=actor, operation=operation, refs=refs, now=now)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+
+
+def read_log_write(
+    *,
+    actor: Actor,
+    team: Team,
+    operation: str,
+    refs: Iterable[str],
+    action: str,
+    target_type: str,
+    target_id: str | int,
+    summary: str,
+    data: dict[str, object],
+) -> None:
+    """A read's audit event (the fields of memoryadmin.audit.audit_record) and its usage
+    counters: one statement on PostgreSQL, two in one transaction elsewhere."""
+    refs = list(refs)
+    if connection.vendor != "postgresql":
+        with transaction.atomic():
+            usage_count(team=team, actor=actor, operation=operation, refs=refs)
+            audit_record(
+                actor=actor,
+                action=action,
+                team=team,
+                target_type=target_type,
+                target_id=target_id,
+                summary=summary,
+                data=data,
+            )
+        return
+    event = AuditEvent(
+        team=team,
+        actor_user=actor.user,
+        actor_token=actor.token,
+        actor_label=actor.label,
+        action=action,
+        target_type=target_type,
+        target_id=str(target_id),
+        summary=summary[:500],
+        data=data,
+        ip_address=current_ip.get(),
+        request_id=current_request_id.get(),
+    )
+    insert = InsertQuery(AuditEvent)
+    insert.insert_values(
+        [f for f in AuditEvent._meta.concrete_fields if not f.primary_key], [event]
+    )
+    ((audit_sql, audit_params),) = insert.get_compiler(connection=connection).as_sql()
+    sql, params = usage_statement(team=team, actor=actor, operation=operation, refs=refs)
+    with connection.cursor() as cursor:
+        cursor.execute(f"WITH audit AS ({audit_sql}) {sql}", [*audit_params, *params])
+
+
+def usage_statement(
+    *, team: Team, actor: Actor, operation: str, refs: Iterable[str], now: datetime | None = None
+) -> tuple[str, list[object]]:
+    """The counters' upsert and its parameters."""
     now = now or timezone.now()
     reader, token_id, label = reader_of(actor)
     day = now.astimezone(UTC).date()
@@ -79,10 +146,10 @@ def usage_count(
         )
     )
     rows.sort(key=lambda row: row[2])
-    _upsert(rows)
+    return _upsert(rows)
 
 
-def _upsert(rows: list[tuple]) -> None:
+def _upsert(rows: list[tuple]) -> tuple[str, list[object]]:
     quote = connection.ops.quote_name
     table = quote(UsageCounter._meta.db_table)
     columns = ", ".join(quote(c) for c in COLUMNS)
@@ -104,5 +171,4 @@ def _upsert(rows: list[tuple]) -> None:
         params += [team_id, kind, key, number, ops.adapt_datetimefield_value(first_at)]
         params += [ops.adapt_datetimefield_value(last), token_id, reader, operation]
         params.append(ops.adapt_datefield_value(day))
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+    return sql, params
