@@ -3,6 +3,7 @@ checksum spools, and the JSON parse of a body small enough to import at once."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -28,9 +29,45 @@ SPOOL_BUFFER = 1 << 20  # checksum spools are written a record at a time through
 _ENVELOPE_KEYS = frozenset({"format", "version", "manifest"})
 
 
+TAIL_BYTES = 1 << 20  # where a manifest written last is looked for
+
+_RAW_DECODER = json.JSONDecoder()
+
+
 class _HeadAfterSections(Exception):
     """A record section came before format, version or manifest (our own exports put the
     manifest last): the records cannot be read without it, so the head is read first."""
+
+    def __init__(self, read: dict[str, Any]) -> None:
+        super().__init__("the head comes after a record section")
+        self.read = read
+
+
+class _HeadGuessWrong(Exception):
+    """The head taken from the file's tail is not the head the full pass read."""
+
+
+def head_from_tail(path: Path, before: dict[str, Any]) -> dict[str, Any] | None:
+    """The head our own export has: `before` (the values ahead of the first record section),
+    every section as an array, and the manifest that closes the file. A guess, read from the
+    last TAIL_BYTES without a pass over the records; the import's pass checks it against what
+    it reads (`_stream_file`) and falls back to `read_head` when they differ."""
+    size = path.stat().st_size
+    with path.open("rb") as stream:
+        stream.seek(max(0, size - TAIL_BYTES))
+        tail = stream.read()
+    at = tail.rfind(b'"manifest":')
+    if at < 0:
+        return None
+    try:
+        text = tail[at + len(b'"manifest":') :].decode("utf-8")
+        manifest, end = _RAW_DECODER.raw_decode(text, len(text) - len(text.lstrip()))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if text[end:].strip() != "}" or not isinstance(manifest, dict):
+        return None
+    head = {key: value for key, value in before.items() if key not in SECTIONS}
+    return {**head, **{key: [] for key in SECTIONS}, "manifest": manifest}
 
 
 def parse_bundle(data: bytes) -> Any:
@@ -122,8 +159,10 @@ def _stream_file(
     options: ImportOptions,
     progress: Progress | None,
     head: dict[str, Any] | None,
+    guessed: bool = False,
 ) -> dict[str, Any]:
-    """The import's one pass over the file; `head` (read beforehand) when it comes last."""
+    """The import's one pass over the file; `head` (read beforehand) when it comes last.
+    A `guessed` head must be the one the pass reads, or this raises _HeadGuessWrong."""
     streamed: _Streamed | None = None
     read: dict[str, Any] = {}
 
@@ -148,9 +187,11 @@ def _stream_file(
                     continue
                 if streamed is None:
                     if not read.keys() >= _ENVELOPE_KEYS:
-                        raise _HeadAfterSections
+                        raise _HeadAfterSections(read)
                     streamed = start(read)
                 streamed.stream_section(key, value)
+        if guessed and read != head:
+            raise _HeadGuessWrong
         if streamed is None:
             streamed = start(read)
         envelope = protocol.validate_envelope(read)  # keys after the first section included
@@ -158,6 +199,28 @@ def _stream_file(
     finally:
         if streamed is not None:
             streamed.close_spools()
+
+
+def _import_head_last(
+    path: Path, run: Callable[..., dict[str, Any]], before: dict[str, Any]
+) -> dict[str, Any]:
+    """The head comes after the records (our own exports): taken from the file's tail when it
+    is there (one pass over the records, checked), else read in a pass of its own (two)."""
+    guess = head_from_tail(path, before)
+    if guess is not None:
+        try:
+            protocol.validate_envelope(guess)
+        except protocol.BundleError:
+            guess = None
+    if guess is not None:
+        try:
+            with transaction.atomic():  # a wrong guess leaves nothing behind
+                return run(head=guess, guessed=True)
+        except _HeadGuessWrong:
+            pass
+    with path.open("rb") as stream:
+        head = read_head(stream)
+    return run(head=head)
 
 
 def _spool_line(write: Callable[[bytes], Any], data: bytes) -> None:
@@ -175,17 +238,13 @@ def bundle_import_file(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Import a bundle file without loading it whole: one pass when format, version and
-    manifest come before the record sections; else the head is read first (two passes)."""
+    manifest come before the record sections, or when the manifest closes the file (our own
+    exports: taken from the tail, checked by the pass); else the head is read first (two)."""
     options = options or ImportOptions()
+    run = partial(_stream_file, path, team=team, actor=actor, options=options, progress=progress)
     try:  # raised before anything was written
-        result = _stream_file(
-            path, team=team, actor=actor, options=options, progress=progress, head=None
-        )
-    except _HeadAfterSections:
-        with path.open("rb") as stream:
-            head = read_head(stream)
-        result = _stream_file(
-            path, team=team, actor=actor, options=options, progress=progress, head=head
-        )
+        result = run(head=None)
+    except _HeadAfterSections as late:
+        result = _import_head_last(path, run, late.read)
     _audit_import(team=team, actor=actor, result=result, source="file", size=path.stat().st_size)
     return result

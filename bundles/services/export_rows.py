@@ -4,7 +4,7 @@ chunk's provenance from its active origins."""
 from __future__ import annotations
 
 import logging
-from base64 import b64encode
+from binascii import b2a_base64
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -154,7 +154,7 @@ def export_record(section: str, row: tuple[Any, ...], model: tuple[str, int]) ->
         # §3.5 ties an embedding's length to the manifest's dimension; within it, an embedding
         # of another model (kept with accept_foreign_embeddings) travels with its own model.
         if embedding is not None and embedding_dim == model[1] and embedding_dim > 0:
-            encoded: str | None = b64encode(embedding).decode("ascii")
+            encoded: str | None = b2a_base64(embedding, newline=False).decode("ascii")
         else:
             encoded = None
         return {

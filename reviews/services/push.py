@@ -45,23 +45,34 @@ class DecisionNotRetryable(errors.Conflict):
 
 
 def commit_message(decision: Decision) -> str:
-    items = list(decision.items.select_related("first_approval"))
+    # values, not instances: 1,000 items with their first approvals took 0.5 s as models
+    items = list(
+        decision.items.order_by("id").values_list(
+            "ref",
+            "title",
+            "first_approval__approver_key",
+            "first_approval__actor_label",
+            "first_approval__author_name",
+            "first_approval__author_email",
+        )
+    )
     verb = "Approve" if decision.kind == DecisionKind.APPROVE else "Reject"
     if len(items) == 1:
-        lines = [f"{verb} {items[0].ref}: {items[0].title}"]
+        lines = [f"{verb} {items[0][0]}: {items[0][1]}"]
     else:
         lines = [f"{verb} {len(items)} proposals", ""]
-        lines += [f"- {item.ref}: {item.title}" for item in items]
+        lines += [f"- {ref}: {title}" for ref, title, *_ in items]
     if decision.comment:
         lines += ["", decision.comment]
     if decision.secret_override_reason:
         lines += ["", f"Secret finding overridden: {decision.secret_override_reason}"]
     # Two approvals: the second reviewer authors the commit, the first is a co-author.
-    firsts = {i.first_approval.approver_key: i.first_approval for i in items if i.first_approval}
+    # (label, name, email) per first approver, in item order (a LEFT JOIN: None without one)
+    firsts = {key: rest for _, _, key, *rest in items if key is not None}
     lines.append("")
-    lines += [f"Reviewed-by: {a.actor_label} (first approval)" for a in firsts.values()]
+    lines += [f"Reviewed-by: {label} (first approval)" for label, _, _ in firsts.values()]
     lines.append(f"Reviewed-by: {decision.actor_label}")
-    lines += [f"Co-authored-by: {a.author_name} <{a.author_email}>" for a in firsts.values()]
+    lines += [f"Co-authored-by: {name} <{email}>" for _, name, email in firsts.values()]
     lines.append(f"{TRAILER}: {decision.pk}")
     # Titles (and a comment or reason quoting them) keep no secret the scanner flags; the
     # trailers match no rule, so the trailer search after a crash still finds the commit.

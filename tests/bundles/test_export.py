@@ -134,3 +134,44 @@ def test_it_reads_counts_and_rows_in_one_snapshot_outside_a_transaction(team, to
     assert trailer["counts_match"] and len(records) == sum(trailer["counts"].values())
     chunk_upsert(team=team, actor=Actor.system(), content="after", memory_type="fact")
     assert response_json(export(client, {}))["manifest"]["counts"]["chunks"] == 7
+
+
+def test_it_logs_the_exported_chunk_ids_and_counts_before_the_first_byte(client, team):
+    from bundles.readlog import id_summary
+    from memoryadmin.models import AuditEvent
+
+    gone = Chunk.objects.get(team=team, content="Deploys happen on Tuesdays")
+    chunk_delete(chunk=gone, actor=Actor.system(), automatic=False)
+    response = export(client, {"scope": "full"})
+    event = AuditEvent.objects.filter(team=team, action="bundle.export").latest("id")
+    bundle = json.loads(b"".join(response.streaming_content))
+    assert event.data["counts"] == bundle["manifest"]["counts"]
+    assert event.data["counts"]["chunks"] == 5
+    assert event.data["chunks"] == id_summary(c["id"] for c in bundle["chunks"])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_reads_the_export_without_jit_and_leaves_the_setting_to_the_transaction(team):
+    """PostgreSQL plans the served filter far above jit_above_cost; compiling each scan cost
+    more than the scan. The setting is the export transaction's (SET LOCAL), not the
+    connection's."""
+    from django.db import connection
+
+    from bundles.services.exports import ExportRequest, bundle_export_json
+
+    if connection.vendor != "postgresql":
+        pytest.skip("JIT is PostgreSQL's")
+    bundle_import(team=team, actor=Actor.system(), bundle=sample_bundle())
+
+    def jit() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW jit")
+            return cursor.fetchone()[0]
+
+    before = jit()
+    parts = bundle_export_json(team=team, actor=Actor.system(), request=ExportRequest())
+    assert jit() == before  # the audit's transaction has ended
+    first = next(parts)  # inside the snapshot now
+    assert jit() == "off"
+    body = first + b"".join(parts)
+    assert jit() == before and protocol.verify_checksum(json.loads(body)).ok

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bundles.imports import bundle_import, bundle_import_file
-from bundles.models import Chunk, Entity, MemoryEdge
+from bundles.models import Chunk, Entity, ImportRun, MemoryEdge
 from formats.memoryai import SECTIONS
 from memoryadmin.audit import Actor
 from memoryadmin.models import Team
@@ -107,3 +107,52 @@ def test_it_refuses_a_repeated_section_key(tmp_path, team):
         bundle_import_file(team=team, actor=Actor.system(), path=path)
     assert caught.value.code == "duplicate-key"
     assert not Chunk.objects.filter(team=team).exists()
+
+
+def test_it_takes_the_manifest_that_closes_the_file_from_its_tail(tmp_path, team, other_team):
+    """Our own exports: one pass over the records, no pass of its own for the head."""
+    from bundles.imports import files
+
+    bundle = _bundle()
+    expected = bundle_import(team=other_team, actor=Actor.system(), bundle=bundle)
+    path = _write(tmp_path / "bundle.json", bundle, ORDERS["manifest last (our exports)"])
+    heads = []
+    real = files.read_head
+    files.read_head = lambda stream: heads.append(1) or real(stream)
+    try:
+        result = bundle_import_file(team=team, actor=Actor.system(), path=path)
+    finally:
+        files.read_head = real
+    assert heads == [] and result == expected
+    assert _state(team) == _state(other_team)
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        # a section missing: the tail's guess (every section) is not what the pass reads
+        [k for k in HEAD if k != "manifest"] + [s for s in SECTIONS if s != "agents"],
+        # a head value between the sections
+        ["format", "version", "exported_at", "chunks", "generator", "memory_edges"],
+    ],
+    ids=["a section missing", "generator between sections"],
+)
+def test_it_reads_the_head_in_a_pass_of_its_own_when_the_tail_guessed_wrong(
+    tmp_path, team, other_team, order
+):
+    from bundles.imports import files
+
+    bundle = {key: value for key, value in _bundle().items() if key in order or key == "manifest"}
+    order = [*order, "manifest"] if order[-1] != "manifest" else order
+    expected = bundle_import(team=other_team, actor=Actor.system(), bundle=bundle)
+    path = _write(tmp_path / "bundle.json", bundle, order)
+    heads = []
+    real = files.read_head
+    files.read_head = lambda stream: heads.append(1) or real(stream)
+    try:
+        result = bundle_import_file(team=team, actor=Actor.system(), path=path)
+    finally:
+        files.read_head = real
+    assert heads == [1] and result == expected
+    assert _state(team) == _state(other_team)
+    assert ImportRun.objects.filter(team=team).count() == 1  # the guess left nothing behind
