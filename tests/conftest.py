@@ -19,6 +19,13 @@ from memoryadmin.services import membership_set, team_create
 from memoryadmin.tokens import token_create
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# A run started by git itself (`git bisect run` in a worktree, a hook) exports GIT_DIR and its
+# kin; the git commands of the fixtures would then act on this checkout's repository instead of
+# their temporary ones (seen: a "Seed memories" commit on the bisected checkout). The app builds
+# its own git environment (reviews/gitenv.py); the tests' helpers inherit os.environ.
+for _name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX"):
+    os.environ.pop(_name, None)
 # The node name of the session's shared worker while it runs (see celery_worker_process).
 SESSION_WORKER: dict[str, str] = {}
 
