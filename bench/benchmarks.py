@@ -181,8 +181,9 @@ def _import_rows(
 def bench_own_export(
     run: Run, team: str, label: str, *, base_import: dict[str, Any], scale: int
 ) -> None:
-    """2 again with the bundle our export wrote: manifest last (so the head is read in a pass
-    of its own), a checksum to verify, canonical records. The COPY baseline is the same."""
+    """2 again with the bundle our export wrote: manifest last (the importer takes it from the
+    file's tail and checks it in its one pass), a checksum to verify, canonical records. The
+    COPY baseline is the same."""
     path = run.workdir / f"export-{team}.json"
     run.step("brain_export_file", team=team, path=str(path))
     first = run.step("brain_import", team=f"{team}-own", path=str(path))
