@@ -8,6 +8,7 @@ what failed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -100,7 +101,7 @@ def page_not_found(request: HttpRequest, exception: Exception | None = None) -> 
 
 def method_not_allowed(request: HttpRequest, *, allowed: str) -> HttpResponse:
     """A page's 405: a button's address opened as a link, or a form sent to a page that only
-    shows itself (memoryadmin.middleware.MethodNotAllowedPageMiddleware)."""
+    shows itself (MethodNotAllowedPageMiddleware below)."""
     methods = {m.strip().upper() for m in allowed.split(",") if m.strip()} - {"OPTIONS", "HEAD"}
     if methods == {"POST"}:
         reason = (
@@ -140,3 +141,23 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
         "This form expired or was sent from another site. Go back, reload the page and send "
         "it again (cookies must be allowed for this site).",
     )
+
+
+class MethodNotAllowedPageMiddleware:
+    """A page's empty 405 (`require_POST` opened by a link, a reload, a bookmark) becomes the
+    layout's error page saying which method the address takes; the API keeps its JSON."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code != 405
+            or response.content
+            or request.path.startswith(JSON_PATH_PREFIXES)
+        ):
+            return response
+        page = method_not_allowed(request, allowed=response.get("Allow", ""))
+        page["Allow"] = response.get("Allow", "")
+        return page

@@ -33,28 +33,6 @@ class RequestIdMiddleware:
         return response
 
 
-class MethodNotAllowedPageMiddleware:
-    """A page's empty 405 (`require_POST` opened by a link, a reload, a bookmark) becomes the
-    layout's error page saying which method the address takes; the API keeps its JSON."""
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        response = self.get_response(request)
-        if (
-            response.status_code != 405
-            or response.content
-            or request.path.startswith(JSON_PATH_PREFIXES)
-        ):
-            return response
-        from memoryadmin.error_views import method_not_allowed  # the views import this module
-
-        page = method_not_allowed(request, allowed=response.get("Allow", ""))
-        page["Allow"] = response.get("Allow", "")
-        return page
-
-
 # --------------------------------------------------------------------- input characters
 
 # Never valid in any text we store or look up (PostgreSQL text cannot even hold NUL): the C0

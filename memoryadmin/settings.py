@@ -62,7 +62,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "memoryadmin.middleware.RequestIdMiddleware",
-    "memoryadmin.middleware.MethodNotAllowedPageMiddleware",
+    "memoryadmin.error_views.MethodNotAllowedPageMiddleware",
 ]
 
 ROOT_URLCONF = "memoryadmin.urls"
