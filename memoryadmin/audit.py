@@ -72,7 +72,7 @@ class Actor:
         return f"user:{person.pk}"
 
 
-def audit_record(
+def audit_event_build(
     *,
     actor: Actor,
     action: str,
@@ -83,11 +83,13 @@ def audit_record(
     target_id: str | int = "",
     data: dict[str, Any] | None = None,
 ) -> AuditEvent:
-    """Append one event. Call it inside the service's transaction so both land or neither."""
+    """One event, unsaved: its actor, target, summary and the request it came from. The one
+    place an event's fields are filled, for audit_record and for writers that insert the row
+    in a statement of their own (bundles.usage.counting.read_log_write)."""
     if target is not None:
         target_type = target_type or target._meta.label_lower
         target_id = target_id or str(target.pk)
-    return AuditEvent.objects.create(
+    return AuditEvent(
         team=team,
         actor_user=actor.user,
         actor_token=actor.token,
@@ -100,3 +102,29 @@ def audit_record(
         ip_address=current_ip.get(),
         request_id=current_request_id.get(),
     )
+
+
+def audit_record(
+    *,
+    actor: Actor,
+    action: str,
+    summary: str,
+    team: Team | None = None,
+    target: models.Model | None = None,
+    target_type: str = "",
+    target_id: str | int = "",
+    data: dict[str, Any] | None = None,
+) -> AuditEvent:
+    """Append one event. Call it inside the service's transaction so both land or neither."""
+    event = audit_event_build(
+        actor=actor,
+        action=action,
+        summary=summary,
+        team=team,
+        target=target,
+        target_type=target_type,
+        target_id=target_id,
+        data=data,
+    )
+    event.save(force_insert=True)
+    return event

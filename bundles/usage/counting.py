@@ -26,7 +26,7 @@ from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
 from bundles.usage.models import UsageCounter, UsageKind
-from memoryadmin.audit import Actor, audit_record, current_ip, current_request_id
+from memoryadmin.audit import Actor, audit_event_build, audit_record
 from memoryadmin.models import AuditEvent, Team
 
 COLUMNS = (
@@ -81,7 +81,7 @@ def read_log_write(
     summary: str,
     data: dict[str, object],
 ) -> None:
-    """A read's audit event (the fields of memoryadmin.audit.audit_record) and its usage
+    """A read's audit event (built by memoryadmin.audit.audit_event_build) and its usage
     counters: one statement on PostgreSQL, two in one transaction elsewhere."""
     refs = list(refs)
     if connection.vendor != "postgresql":
@@ -97,18 +97,14 @@ def read_log_write(
                 data=data,
             )
         return
-    event = AuditEvent(
-        team=team,
-        actor_user=actor.user,
-        actor_token=actor.token,
-        actor_label=actor.label,
+    event = audit_event_build(
+        actor=actor,
         action=action,
+        team=team,
         target_type=target_type,
-        target_id=str(target_id),
-        summary=summary[:500],
+        target_id=target_id,
+        summary=summary,
         data=data,
-        ip_address=current_ip.get(),
-        request_id=current_request_id.get(),
     )
     insert = InsertQuery(AuditEvent)
     insert.insert_values(
