@@ -19,7 +19,8 @@ from django_ratelimit.exceptions import Ratelimited
 
 from memoryadmin.api_errors import DEFAULT_CODES
 from memoryadmin.middleware import JSON_PATH_PREFIXES
-from memoryadmin.permissions import RoleRequired
+from memoryadmin.models import Team
+from memoryadmin.permissions import RoleRequired, role_of
 
 TITLES = {
     400: "Bad request",
@@ -115,7 +116,24 @@ def method_not_allowed(request: HttpRequest, *, allowed: str) -> HttpResponse:
         )
     else:
         reason = None
+    _team_from_url(request)
     return error_page(request, 405, reason, back_by_slug=True)
+
+
+def _team_from_url(request: HttpRequest) -> None:
+    """A refused method never reached the view that looks the team up: look up the team the
+    URL names, for the page's navigation, when the user is one of its members (to anyone else
+    the page says nothing of the team, as its views' 404 does not)."""
+    match = getattr(request, "resolver_match", None)
+    slug = match.kwargs.get("team_slug") if match is not None else None
+    user = getattr(request, "user", None)
+    if getattr(request, "team", None) is not None or not slug or user is None:
+        return
+    if not user.is_authenticated:
+        return
+    team = Team.objects.filter(slug=slug).first()
+    if team is not None and role_of(user, team) is not None:
+        request.team = team  # type: ignore[attr-defined]
 
 
 def too_many_requests(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

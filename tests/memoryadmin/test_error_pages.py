@@ -149,7 +149,20 @@ def test_a_team_buttons_address_links_back_to_that_teams_dashboard(client, admin
     response = client.get(f"/t/{team.slug}/reviews/batch/")
     assert response.status_code == 405 and "POST" in response["Allow"]
     html = _html(response)
-    assert f'href="/t/{team.slug}/"' in html and "Back to the team&#x27;s dashboard" in html
+    assert f"Back to the {team.name} dashboard" in html and f'href="/t/{team.slug}/"' in html
+    # The team's navigation, as on its other pages (the view that looks it up never ran).
+    assert f'href="/t/{team.slug}/reviews/"' in html and f'href="/t/{team.slug}/brain/"' in html
+
+
+def test_a_refused_method_under_a_team_one_is_not_in_says_nothing_of_it(client, db, team):
+    from django.contrib.auth import get_user_model
+
+    outsider = get_user_model().objects.create_user("outsider", password="pw")
+    client.force_login(outsider)
+    response = client.get(f"/t/{team.slug}/reviews/batch/")
+    assert response.status_code == 405
+    html = _html(response)
+    assert team.name not in html and f'href="/t/{team.slug}/reviews/"' not in html
 
 
 def test_a_form_sent_to_a_page_that_only_shows_itself_names_the_method(client, admin_user, team):
