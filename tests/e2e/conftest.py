@@ -50,6 +50,9 @@ CHROMIUM_ARGS = [
 ]
 # expect() retries this long; pages are server-rendered on loopback, so 10 s is generous.
 EXPECT_TIMEOUT_MS = 10_000
+# Redoc renders the whole API reference in the browser from a large schema: 6.5 s by hand at
+# load 11 on 2 cores. Its first heading gets this long; every later step the usual budget.
+REDOC_RENDER_TIMEOUT_MS = 60_000
 
 
 def _chromium_path() -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, Request, expect
 
-from tests.e2e.conftest import shot
+from tests.e2e.conftest import REDOC_RENDER_TIMEOUT_MS, shot
 
 pytestmark = pytest.mark.e2e
 
@@ -19,8 +19,12 @@ def test_it_renders_the_redoc_reference_from_our_own_files(page: Page, live_serv
 
     page.on("request", record)
     page.goto("/api/docs/")
-    expect(page.get_by_role("heading", name="memoryadmin API", level=1)).to_be_visible()
-    expect(page.get_by_role("heading", name="Import a bundle (JSON body)", level=2)).to_be_visible()
+    expect(page.get_by_role("heading", name="memoryadmin API", level=1)).to_be_visible(
+        timeout=REDOC_RENDER_TIMEOUT_MS
+    )
+    expect(page.get_by_role("heading", name="Import a bundle (JSON body)", level=2)).to_be_visible(
+        timeout=REDOC_RENDER_TIMEOUT_MS
+    )
     # The introduction (tokens, scopes) opens the page; the operations are grouped by area.
     expect(page.get_by_role("heading", name="Getting a token")).to_be_visible()
     expect(page.get_by_role("cell", name="team:manage", exact=True)).to_be_visible()

@@ -25,7 +25,7 @@ from reviews.models import Decision, DecisionItem, Memory, PushState, Repository
 from reviews.services.repositories import repository_create, repository_sync
 from sources.models import Source
 from sources.services.lifecycle import source_add, source_approve
-from tests.e2e.conftest import login, shot
+from tests.e2e.conftest import REDOC_RENDER_TIMEOUT_MS, login, shot
 from tests.reviews.conftest import M, make_remote, memory_text
 from tests.sources.helpers import record_text, write_source
 from webhooks.models import WebhookEndpoint
@@ -246,9 +246,13 @@ def test_it_keeps_every_page_within_its_content_security_policy(page: Page, live
         expect(page.locator("#content")).to_be_visible()
 
     page.goto("/api/docs/")
-    expect(page.get_by_role("heading", name="memoryadmin API", level=1)).to_be_visible()
+    expect(page.get_by_role("heading", name="memoryadmin API", level=1)).to_be_visible(
+        timeout=REDOC_RENDER_TIMEOUT_MS
+    )
     page.get_by_placeholder("Search...").fill("bundle")  # Redoc's search runs in a worker
-    expect(page.get_by_role("menuitem", name="Import a bundle (JSON body)").first).to_be_visible()
+    expect(page.get_by_role("menuitem", name="Import a bundle (JSON body)").first).to_be_visible(
+        timeout=REDOC_RENDER_TIMEOUT_MS
+    )
 
     assert seen["csp"] == [], "\n".join(seen["csp"])
     assert seen["errors"] == [], "\n".join(seen["errors"])
