@@ -99,11 +99,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
 _test_db_name = env_str("MEMORYADMIN_TEST_DB_NAME")
-if _test_db_name:
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # A file, not :memory:, so a real worker process can open the test database; a bare name
+    # is a file under DATA_DIR too (never a stray file in the folder the tests ran from).
+    _test_db_file = Path(_test_db_name or "test-memoryadmin.sqlite3")
+    if not _test_db_file.is_absolute():
+        _test_db_file = DATA_DIR / _test_db_file
+    DATABASES["default"]["TEST"] = {"NAME": str(_test_db_file)}
+elif _test_db_name:
     DATABASES["default"]["TEST"] = {"NAME": _test_db_name}
-elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # A file, not :memory:, so a real worker process can open the test database.
-    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-memoryadmin.sqlite3")}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
