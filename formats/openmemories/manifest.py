@@ -107,6 +107,10 @@ def parse_manifest(
     """Validate memories.json. Whole-manifest faults raise ManifestError; a bad entry is only
     rejected (with a code) and the other entries stay usable."""
     document = load_manifest_json(data, max_bytes=max_bytes)
+    # JSON writes a NUL or a lone surrogate only as a \u escape (a raw control character is
+    # a syntax error, and valid UTF-8 holds no surrogate): with no backslash in the file, no
+    # string can hold one, and the per-entry walk is skipped.
+    escaped = b"\\" in data
     if not isinstance(document, dict):
         raise ManifestError("manifest-not-object", "the manifest must be a JSON object")
     # Every string outside the entries (keys, version, name, extensions), before any message
@@ -151,7 +155,7 @@ def parse_manifest(
             rejected.append(Rejection("bad-entry", f"{where} must be an object"))
             continue
         entry_id, path = item.get("id"), item.get("path")
-        problem = string_problem(item, where)  # id, path and x- keys alike
+        problem = string_problem(item, where) if escaped else None  # id, path and x- keys
         if problem is not None:
             rejected.append(Rejection(*problem, None, _clean(path), _clean(entry_id)))
             continue
