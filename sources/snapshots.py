@@ -205,25 +205,3 @@ def snapshot_touch(
     snapshot.active_count = len(selection.active)
     snapshot.save(update_fields=["retrieved_at", "active_count"])
     return flipped
-
-
-def served_rows(
-    result: ReadResult, rows: dict[str, StoredRecord], *, changed: bool
-) -> list[tuple[Any, ...]]:
-    """The new current snapshot's active records, in record id order, from what this refresh
-    holds in memory (the brain's mirror would otherwise read them back)."""
-    active = result.selection.active
-    if changed:
-        served = [
-            (r.id, r.kind, r.title, r.body, r.tags, r.expires)
-            for r in (item.record for item in result.records)
-            if r.id in active
-        ]
-    else:
-        served = [
-            (r.record_id, r.kind, r.title, r.body, r.tags, r.expires)
-            for r in rows.values()
-            if r.record_id in active
-        ]
-    served.sort(key=lambda row: row[0])
-    return served

@@ -3,10 +3,14 @@ administrator typed into a source's kind and identity (`normalize_location`)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+import pickle
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from formats import openmemories as om
@@ -46,33 +50,139 @@ def normalize_location(location: str) -> tuple[str, str]:
 # ----------------------------------------------------------------------------- reading
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReadRecord:
     entry: om.Entry
     record: om.Record
     reused: bool  # unchanged since the last snapshot, so it was not parsed again
 
 
+# Records kept in memory before the spool writes them out (and read back at once).
+SPOOL_BATCH = 256
+
+
+def _pack(item: ReadRecord) -> tuple[Any, ...]:
+    r = item.record
+    return (
+        item.entry.id,
+        item.entry.path,
+        item.reused,
+        (
+            r.id,
+            r.title,
+            r.kind,
+            r.scope,
+            r.created,
+            r.updated,
+            r.body,
+            r.tags,
+            r.provenance,
+            r.expires,
+            r.supersedes,
+            r.extensions,
+            r.content_hash,
+        ),
+    )
+
+
+def _unpack(packed: tuple[Any, ...]) -> ReadRecord:
+    entry_id, path, reused, fields = packed
+    return ReadRecord(om.Entry(entry_id, path), om.Record(*fields), reused)
+
+
+class RecordSpool:
+    """The records one read produced, in manifest order: past the first SPOOL_BATCH, in an
+    unlinked temporary file (pickled in batches), so a read of 20,000 records holds no more of
+    them in memory than one of 2,000. Iterable any number of times; `close` drops the file."""
+
+    def __init__(self) -> None:
+        self._pending: list[tuple[Any, ...]] = []
+        self._file: Any = None
+        self._spans: list[tuple[int, int]] = []  # (offset, length) of each written batch
+        self._size = 0
+        self._count = 0
+
+    def append(self, item: ReadRecord) -> None:
+        self._pending.append(_pack(item))
+        self._count += 1
+        if len(self._pending) >= SPOOL_BATCH:
+            self._spill()
+
+    def _spill(self) -> None:
+        if self._file is None:
+            # unlinked at once; open until close() (or the spool is collected)
+            self._file = tempfile.TemporaryFile(buffering=0)  # noqa: SIM115
+        data = pickle.dumps(self._pending, protocol=pickle.HIGHEST_PROTOCOL)
+        view = memoryview(data)
+        while view:
+            view = view[self._file.write(view) :]
+        self._spans.append((self._size, len(data)))
+        self._size += len(data)
+        self._pending = []
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[ReadRecord]:
+        for offset, length in list(self._spans):
+            data = os.pread(self._file.fileno(), length, offset)
+            # our own bytes, written above to a file no other process can open by name
+            yield from map(_unpack, pickle.loads(data))  # noqa: S301
+        yield from map(_unpack, list(self._pending))
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+            self._spans = []
+
+
+class _Key(NamedTuple):
+    """What the selection needs of a record (expiry and replacement), without its text."""
+
+    id: str
+    supersedes: tuple[str, ...]
+    expires: datetime | None
+
+    def is_expired(self, now: datetime) -> bool:
+        return self.expires is not None and self.expires <= now
+
+
 @dataclass
 class ReadResult:
-    """Everything one read of a source produced; nothing has been stored yet."""
+    """Everything one read of a source produced; nothing has been stored yet. The records
+    are spooled (`RecordSpool`): iterate them, do not index them."""
 
     identity: str
     manifest: om.Manifest
     manifest_body: bytes
-    records: list[ReadRecord]
+    records: RecordSpool
     rejections: list[om.Rejection]
     selection: om.Selection
     validators: dict[str, Validator]
     parsed: int = 0
     reused: int = 0
+    # the fingerprint's hash over the manifest and the records, fed as they were read
+    digest: Any = field(default=None, repr=False)
 
     def fingerprint(self) -> str:
-        """Equal fingerprints mean an identical snapshot (same manifest and record bytes)."""
-        parts = [om.content_hash(self.manifest_body)]
-        parts += [f"{r.entry.id}\0{r.entry.path}\0{r.record.content_hash}" for r in self.records]
-        parts += [f"{r.code}\0{r.path}\0{r.id}\0{r.message}" for r in self.rejections]
-        return om.content_hash("\n".join(parts).encode("utf-8"))
+        """Equal fingerprints mean an identical snapshot (same manifest and record bytes): the
+        SHA-256 of the manifest's hash, each record's id, path and hash, and each rejection,
+        one per line."""
+        digest = self.digest.copy() if self.digest is not None else _records_digest(self)
+        for r in self.rejections:
+            digest.update(f"\n{r.code}\0{r.path}\0{r.id}\0{r.message}".encode())
+        return digest.hexdigest()
+
+    def close(self) -> None:
+        self.records.close()
+
+
+def _records_digest(result: ReadResult) -> Any:
+    digest = hashlib.sha256(om.content_hash(result.manifest_body).encode())
+    for r in result.records:
+        digest.update(f"\n{r.entry.id}\0{r.entry.path}\0{r.record.content_hash}".encode())
+    return digest
 
 
 def read_source(
@@ -102,45 +212,64 @@ def read_source(
         )
     except om.ManifestError as exc:
         raise SourceError(exc.code, f"invalid manifest: {exc.message}") from exc
-    records: list[ReadRecord] = []
+    records = RecordSpool()
+    keys: list[_Key] = []
+    digest = hashlib.sha256(om.content_hash(manifest_body).encode())
     rejections: list[om.Rejection] = list(manifest.rejected)
     parsed = reused = 0
-    for entry in manifest.entries:
-        key = fetcher.record_key(entry.path)
-        before = previous_records.get(entry.path)
-        old = validators.get(key)
-        conditional = (
-            old if before is not None and old and old.content_hash == before.content_hash else None
-        )
-        try:
-            got = fetcher.get_record(entry.path, conditional)
-            if got.body is None and before is not None:
+
+    def keep(entry: om.Entry, record: om.Record, reused: bool) -> None:
+        records.append(ReadRecord(entry, record, reused))
+        # the entry's id is the record's (checked): one string for both
+        keys.append(_Key(entry.id, record.supersedes, record.expires))
+        digest.update(f"\n{entry.id}\0{entry.path}\0{record.content_hash}".encode())
+
+    try:
+        for entry in manifest.entries:
+            key = fetcher.record_key(entry.path)
+            before = previous_records.get(entry.path)
+            old = validators.get(key)
+            conditional = (
+                old
+                if before is not None and old and old.content_hash == before.content_hash
+                else None
+            )
+            try:
+                got = fetcher.get_record(entry.path, conditional)
+                if got.body is None and before is not None:
+                    new_validators[key] = got.validator
+                    if before.id == entry.id:
+                        keep(entry, before, True)
+                        reused += 1
+                        continue
+                    got = fetcher.get_record(entry.path, None)
                 new_validators[key] = got.validator
-                if before.id == entry.id:
-                    records.append(ReadRecord(entry, before, reused=True))
+                body = got.body or b""
+                body_hash = om.content_hash(body)
+                if (
+                    before is not None
+                    and before.content_hash == body_hash
+                    and before.id == entry.id
+                ):
+                    keep(entry, before, True)
                     reused += 1
                     continue
-                got = fetcher.get_record(entry.path, None)
-            new_validators[key] = got.validator
-            body = got.body or b""
-            digest = om.content_hash(body)
-            if before is not None and before.content_hash == digest and before.id == entry.id:
-                records.append(ReadRecord(entry, before, reused=True))
-                reused += 1
-                continue
-            parsed += 1
-            record = om.parse_record(
-                body,
-                expected_id=entry.id,
-                path=entry.path,
-                max_bytes=fetcher.policy.max_response_bytes,  # type: ignore[attr-defined]
-            )
-            records.append(ReadRecord(entry, record, reused=False))
-        except om.Rejection as exc:
-            rejections.append(
-                om.Rejection(exc.code, exc.message, exc.line, entry.path, exc.id or entry.id)
-            )
-    selection = om.select((item.record for item in records), now=now)
+                parsed += 1
+                record = om.parse_record(
+                    body,
+                    expected_id=entry.id,
+                    path=entry.path,
+                    max_bytes=fetcher.policy.max_response_bytes,  # type: ignore[attr-defined]
+                )
+                keep(entry, record, False)
+            except om.Rejection as exc:
+                rejections.append(
+                    om.Rejection(exc.code, exc.message, exc.line, entry.path, exc.id or entry.id)
+                )
+    except BaseException:
+        records.close()
+        raise
+    selection = om.select(keys, now=now)  # type: ignore[arg-type]
     return ReadResult(
         identity=fetcher.identity,
         manifest=manifest,
@@ -151,4 +280,5 @@ def read_source(
         validators=new_validators,
         parsed=parsed,
         reused=reused,
+        digest=digest,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -35,7 +36,6 @@ from sources.snapshots import (
     INSERT_BATCH,
     StoredRecord,
     previous_state,
-    served_rows,
     snapshot_create,
     snapshot_touch,
 )
@@ -139,7 +139,7 @@ def _refresh(*, source_id: int, run_id: int | None, trigger: str) -> RefreshRun:
         result = read_source(
             fetcher,
             now=started,
-            previous_records={path: row.as_record() for path, row in rows.items()},
+            previous_records=_AsRecords(rows),
             previous_manifest=bytes(snapshot.manifest_body) if snapshot is not None else None,
             validators=validators,
         )
@@ -168,6 +168,25 @@ def _refresh(*, source_id: int, run_id: int | None, trigger: str) -> RefreshRun:
         logger.exception("source %s refresh %s: storing the result failed", source.pk, run.pk)
         message = scrub(f"storing the refresh failed: {_error_text(exc)}", credential)
         return _refresh_failed(source.pk, run.pk, "store-failed", message, "stale", started, clock)
+    finally:
+        result.close()  # the spooled records' temporary file
+
+
+class _AsRecords(Mapping[str, Any]):
+    """The last snapshot's records by path, each made a record only when the read asks for
+    it (a dict of them all would hold every record twice during the read)."""
+
+    def __init__(self, rows: dict[str, StoredRecord]) -> None:
+        self._rows = rows
+
+    def __getitem__(self, path: str) -> Any:
+        return self._rows[path].as_record()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
 
 
 def _error_text(exc: BaseException) -> str:
@@ -377,5 +396,7 @@ def _refresh_succeeded(
     )
     _health_change(source, previous, "refresh succeeded")
     if not mirror_current:
-        announce(source, records=served_rows(result, rows, changed=changed))
+        # the brain's mirror reads the served records back in batches (holding them all,
+        # with the chunks made of them, grew the refresh's memory with the source)
+        announce(source)
     return run
