@@ -9,12 +9,14 @@ from datetime import datetime
 from typing import Any
 
 from formats import openmemories as om
+from memoryadmin.batching import for_batches
 from memoryadmin.bulk import insert_values, json_loads, stream_rows
 from sources.fetchers import Validator
 from sources.fetchers.read import ReadResult
 from sources.models import HttpValidator, Problem, Record, Rejection, Snapshot, Source
 
 INSERT_BATCH = 500
+RECORD_BATCH = 2000  # records stored per statement (COPY) by a new snapshot
 
 RECORD_FIELDS = (
     "snapshot",
@@ -136,37 +138,35 @@ def snapshot_create(
         problem_count=len(selection.problems),
     )
     active, inactive = selection.active, selection.inactive
-    # plain rows, COPY-ed: a Record instance per row was a sixth of a cold refresh
-    insert_values(
-        Record,
-        RECORD_FIELDS,
+    # plain rows, COPY-ed: a Record instance per row was a sixth of a cold refresh; in
+    # batches, as the spool gives them (elsewhere than PostgreSQL `bulk_create` lists them)
+    rows = (
         (
-            (
-                snapshot.pk,
-                source.pk,
-                r.id,
-                item.entry.path,
-                r.kind,
-                r.scope,
-                r.title,
-                r.body,
-                list(r.tags),
-                r.provenance,
-                r.created,
-                r.updated,
-                r.expires,
-                list(r.supersedes),
-                r.extensions,
-                r.content_hash,
-                now,
-                r.id in active,
-                inactive.get(r.id, ""),
-            )
-            for item in result.records
-            for r in (item.record,)
-        ),
-        batch_size=INSERT_BATCH,
+            snapshot.pk,
+            source.pk,
+            r.id,
+            item.entry.path,
+            r.kind,
+            r.scope,
+            r.title,
+            r.body,
+            list(r.tags),
+            r.provenance,
+            r.created,
+            r.updated,
+            r.expires,
+            list(r.supersedes),
+            r.extensions,
+            r.content_hash,
+            now,
+            r.id in active,
+            inactive.get(r.id, ""),
+        )
+        for item in result.records
+        for r in (item.record,)
     )
+    for batch in for_batches(rows, RECORD_BATCH):
+        insert_values(Record, RECORD_FIELDS, batch, batch_size=INSERT_BATCH)
     Rejection.objects.bulk_create(
         (
             Rejection(
