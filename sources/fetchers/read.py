@@ -138,7 +138,8 @@ class RecordSpool:
 
 
 class _Key(NamedTuple):
-    """What the selection needs of a record (expiry and replacement), without its text."""
+    """What the selection needs of a record (expiry and replacement), without its text; one
+    shared `_PLAIN` stands for every record with neither."""
 
     id: str
     supersedes: tuple[str, ...]
@@ -146,6 +147,9 @@ class _Key(NamedTuple):
 
     def is_expired(self, now: datetime) -> bool:
         return self.expires is not None and self.expires <= now
+
+
+_PLAIN = _Key("", (), None)
 
 
 @dataclass
@@ -213,7 +217,7 @@ def read_source(
     except om.ManifestError as exc:
         raise SourceError(exc.code, f"invalid manifest: {exc.message}") from exc
     records = RecordSpool()
-    keys: list[_Key] = []
+    keys: dict[str, _Key] = {}  # record id -> what the selection needs
     digest = hashlib.sha256(om.content_hash(manifest_body).encode())
     rejections: list[om.Rejection] = list(manifest.rejected)
     parsed = reused = 0
@@ -221,7 +225,8 @@ def read_source(
     def keep(entry: om.Entry, record: om.Record, reused: bool) -> None:
         records.append(ReadRecord(entry, record, reused))
         # the entry's id is the record's (checked): one string for both
-        keys.append(_Key(entry.id, record.supersedes, record.expires))
+        special = record.supersedes or record.expires is not None
+        keys[entry.id] = _Key(entry.id, record.supersedes, record.expires) if special else _PLAIN
         digest.update(f"\n{entry.id}\0{entry.path}\0{record.content_hash}".encode())
 
     try:
@@ -270,7 +275,7 @@ def read_source(
     except BaseException:
         records.close()
         raise
-    selection = om.select(keys, now=now)  # type: ignore[arg-type]
+    selection = om.select_by_id(keys, now=now)  # type: ignore[arg-type]
     return ReadResult(
         identity=fetcher.identity,
         manifest=manifest,
