@@ -129,7 +129,7 @@ def snapshot_create(
         source=source,
         retrieved_at=now,
         manifest_name=result.manifest.name[:200],
-        manifest_entries=len(result.manifest.entries) + len(result.manifest.rejected),
+        manifest_entries=result.entries + len(result.manifest.rejected),
         manifest_body=result.manifest_body,
         fingerprint=fingerprint,
         record_count=len(result.records),

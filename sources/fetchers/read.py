@@ -8,7 +8,7 @@ import os
 import pickle
 import tempfile
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
@@ -163,9 +163,12 @@ class ReadResult:
     records: RecordSpool
     rejections: list[om.Rejection]
     selection: om.Selection
+    # what the next read can ask conditionally with: only those with an ETag or a
+    # Last-Modified (a local read has none, and would hold one per record for nothing)
     validators: dict[str, Validator]
     parsed: int = 0
     reused: int = 0
+    entries: int = 0  # the manifest's accepted entries (`drop_entries` may have let them go)
     # the fingerprint's hash over the manifest and the records, fed as they were read
     digest: Any = field(default=None, repr=False)
 
@@ -177,6 +180,11 @@ class ReadResult:
         for r in self.rejections:
             digest.update(f"\n{r.code}\0{r.path}\0{r.id}\0{r.message}".encode())
         return digest.hexdigest()
+
+    def drop_entries(self) -> None:
+        """Let the manifest's entries go once the records are read (a refresh's swap needs
+        only their count, `entries`): one object per record less to hold while storing."""
+        self.manifest = replace(self.manifest, entries=())
 
     def close(self) -> None:
         self.records.close()
@@ -207,7 +215,8 @@ def read_source(
     known = validators.get(manifest_key) if previous_manifest is not None else None
     fetched = fetcher.get_manifest(known)
     manifest_body = fetched.body if fetched.body is not None else (previous_manifest or b"")
-    new_validators[manifest_key] = fetched.validator
+    if fetched.validator.etag or fetched.validator.last_modified:
+        new_validators[manifest_key] = fetched.validator
     try:
         manifest = om.parse_manifest(
             manifest_body,
@@ -242,13 +251,15 @@ def read_source(
             try:
                 got = fetcher.get_record(entry.path, conditional)
                 if got.body is None and before is not None:
-                    new_validators[key] = got.validator
+                    if got.validator.etag or got.validator.last_modified:
+                        new_validators[key] = got.validator
                     if before.id == entry.id:
                         keep(entry, before, True)
                         reused += 1
                         continue
                     got = fetcher.get_record(entry.path, None)
-                new_validators[key] = got.validator
+                if got.validator.etag or got.validator.last_modified:
+                    new_validators[key] = got.validator
                 body = got.body or b""
                 # the transports hash what they read (their validator): not hashed again
                 body_hash = got.validator.content_hash or om.content_hash(body)
@@ -286,5 +297,6 @@ def read_source(
         validators=new_validators,
         parsed=parsed,
         reused=reused,
+        entries=len(manifest.entries),
         digest=digest,
     )

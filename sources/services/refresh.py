@@ -157,6 +157,7 @@ def _refresh(*, source_id: int, run_id: int | None, trigger: str) -> RefreshRun:
     finally:
         if fetcher is not None:
             fetcher.close()
+    result.drop_entries()
     try:
         return _refresh_succeeded(source.pk, run.pk, result, rows, started, clock)
     except (OperationalError, Source.DoesNotExist, RefreshRun.DoesNotExist):
