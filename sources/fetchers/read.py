@@ -62,11 +62,12 @@ SPOOL_BATCH = 256
 
 
 def _pack(item: ReadRecord) -> tuple[Any, ...]:
+    if item.reused:  # the last snapshot's record: the spool's `previous` gives it back
+        return (item.entry.id, item.entry.path, None)
     r = item.record
     return (
         item.entry.id,
         item.entry.path,
-        item.reused,
         (
             r.id,
             r.title,
@@ -85,17 +86,15 @@ def _pack(item: ReadRecord) -> tuple[Any, ...]:
     )
 
 
-def _unpack(packed: tuple[Any, ...]) -> ReadRecord:
-    entry_id, path, reused, fields = packed
-    return ReadRecord(om.Entry(entry_id, path), om.Record(*fields), reused)
-
-
 class RecordSpool:
     """The records one read produced, in manifest order: past the first SPOOL_BATCH, in an
     unlinked temporary file (pickled in batches), so a read of 20,000 records holds no more of
-    them in memory than one of 2,000. Iterable any number of times; `close` drops the file."""
+    them in memory than one of 2,000. A reused record is kept as its path alone: `previous`
+    (the last snapshot's records by path, which the reader holds anyway) gives it back.
+    Iterable any number of times; `close` drops the file."""
 
-    def __init__(self) -> None:
+    def __init__(self, previous: Mapping[str, om.Record] | None = None) -> None:
+        self._previous = previous or {}
         self._pending: list[tuple[Any, ...]] = []
         self._file: Any = None
         self._spans: list[tuple[int, int]] = []  # (offset, length) of each written batch
@@ -127,14 +126,23 @@ class RecordSpool:
         for offset, length in list(self._spans):
             data = os.pread(self._file.fileno(), length, offset)
             # our own bytes, written above to a file no other process can open by name
-            yield from map(_unpack, pickle.loads(data))  # noqa: S301
-        yield from map(_unpack, list(self._pending))
+            yield from map(self._unpack, pickle.loads(data))  # noqa: S301
+        yield from map(self._unpack, list(self._pending))
+
+    def _unpack(self, packed: tuple[Any, ...]) -> ReadRecord:
+        entry_id, path, fields = packed
+        if fields is None:
+            return ReadRecord(om.Entry(entry_id, path), self._previous[path], True)
+        return ReadRecord(om.Entry(entry_id, path), om.Record(*fields), False)
 
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
             self._spans = []
+
+    def __del__(self) -> None:  # a read nobody closed (a preview, the check command)
+        self.close()
 
 
 class _Key(NamedTuple):
@@ -225,7 +233,7 @@ def read_source(
         )
     except om.ManifestError as exc:
         raise SourceError(exc.code, f"invalid manifest: {exc.message}") from exc
-    records = RecordSpool()
+    records = RecordSpool(previous_records)
     keys: dict[str, _Key] = {}  # record id -> what the selection needs
     digest = hashlib.sha256(om.content_hash(manifest_body).encode())
     rejections: list[om.Rejection] = list(manifest.rejected)

@@ -316,3 +316,11 @@ def test_a_spooled_refresh_stores_every_record_and_counts_the_manifest(team, tmp
     # the same bytes again: one fingerprint, so the snapshot is kept
     run = _refresh(source)
     assert run.changed is False and run.reused_count == 9
+    # one file edited: a new snapshot of 8 reused records (spooled as their paths) and one read
+    (tmp_path / "records" / "r7.md").write_text(record_text("r7", title="Edited"), "utf-8")
+    run = _refresh(source)
+    assert run.changed is True and (run.reused_count, run.parsed_count) == (8, 2)
+    stored = dict(
+        Record.objects.filter(snapshot=source.current_snapshot).values_list("record_id", "title")
+    )
+    assert stored == {f"r{i}": "Edited" if i == 7 else f"Record {i}" for i in range(10) if i != 4}
