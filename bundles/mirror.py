@@ -14,7 +14,9 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import F
+from django.db.models.functions import Collate
 from django.utils import timezone
 
 from bundles.embeddings.queueing import brain_embed_queue
@@ -56,10 +58,17 @@ def _stored_rows(source: Source, now: datetime | None) -> Iterator[SourceRow]:
     (keyset: after the last id read), so no read stays open while the mirror writes."""
     from sources.selectors import active_records
 
-    values = active_records(source, now).order_by("record_id").values_list(*SOURCE_ROW_FIELDS)
+    records = active_records(source, now)
+    if connection.vendor == "postgresql":
+        # code point order, as Python sorts and SQLite's BINARY compares: the refresh hands
+        # its records over in that order, so every mirror of a source walks them alike
+        records = records.annotate(key=Collate("record_id", "C"))
+    else:
+        records = records.annotate(key=F("record_id"))
+    values = records.order_by("key").values_list(*SOURCE_ROW_FIELDS)
     after: str | None = None
     while True:
-        page = values if after is None else values.filter(record_id__gt=after)
+        page = values if after is None else values.filter(key__gt=after)
         rows = list(stream_rows(page[:READ_BATCH], itersize=READ_BATCH, json_loads=json_loads))
         yield from rows
         if len(rows) < READ_BATCH:

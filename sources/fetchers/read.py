@@ -177,6 +177,9 @@ class ReadResult:
     parsed: int = 0
     reused: int = 0
     entries: int = 0  # the manifest's accepted entries (`drop_entries` may have let them go)
+    # the records' ids ascend (code point order) in the order they were read: `served` then
+    # gives the brain's mirror its rows in record id order straight from the spool
+    ordered: bool = False
     # the fingerprint's hash over the manifest and the records, fed as they were read
     digest: Any = field(default=None, repr=False)
 
@@ -188,6 +191,15 @@ class ReadResult:
         for r in self.rejections:
             digest.update(f"\n{r.code}\0{r.path}\0{r.id}\0{r.message}".encode())
         return digest.hexdigest()
+
+    def served(self) -> Iterator[tuple[Any, ...]]:
+        """The active records as the brain's mirror takes them, (id, kind, title, body, tags,
+        expires), in the order read: record id order when `ordered`."""
+        active = self.selection.active
+        for item in self.records:
+            r = item.record
+            if r.id in active:
+                yield (r.id, r.kind, r.title, r.body, list(r.tags), r.expires)
 
     def drop_entries(self) -> None:
         """Let the manifest's entries go once the records are read (a refresh's swap needs
@@ -238,9 +250,12 @@ def read_source(
     digest = hashlib.sha256(om.content_hash(manifest_body).encode())
     rejections: list[om.Rejection] = list(manifest.rejected)
     parsed = reused = 0
+    order = [True, ""]  # [ids ascending so far, the last id]
 
     def keep(entry: om.Entry, record: om.Record, reused: bool) -> None:
         records.append(ReadRecord(entry, record, reused))
+        if order[0]:
+            order[:] = [not order[1] or entry.id > order[1], entry.id]
         # the entry's id is the record's (checked): one string for both
         special = record.supersedes or record.expires is not None
         keys[entry.id] = _Key(entry.id, record.supersedes, record.expires) if special else _PLAIN
@@ -306,5 +321,6 @@ def read_source(
         parsed=parsed,
         reused=reused,
         entries=len(manifest.entries),
+        ordered=bool(order[0]),
         digest=digest,
     )

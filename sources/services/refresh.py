@@ -397,7 +397,8 @@ def _refresh_succeeded(
     )
     _health_change(source, previous, "refresh succeeded")
     if not mirror_current:
-        # the brain's mirror reads the served records back in batches (holding them all,
-        # with the chunks made of them, grew the refresh's memory with the source)
-        announce(source)
+        # The brain's mirror takes the served records in record id order, a batch at a time
+        # (holding them all, with the chunks made of them, grew the refresh's memory with
+        # the source): from the spool when they were read in that order, else read back.
+        announce(source, records=result.served() if result.ordered else None)
     return run

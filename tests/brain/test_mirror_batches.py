@@ -59,11 +59,13 @@ def _brain(team: Team, source: Source) -> list[Any]:
     return [sorted(chunks.values()), origins]
 
 
-def _run(team: Team, root: Path) -> list[list[Any]]:
+def _run(team: Team, root: Path, *, backwards: bool = False) -> list[list[Any]]:
     states = []
     source = None
     for records in _rounds():
-        write_source(root, records)
+        # backwards: the manifest lists the records in descending id order, so the mirror
+        # reads them back from the snapshot instead of taking them from the spool
+        write_source(root, dict(reversed(records.items())) if backwards else records)
         if source is None:
             source = source_add(actor=Actor.system(), team=team, location=str(root))
             source_approve(actor=Actor.system(), source=source)
@@ -81,6 +83,7 @@ def test_the_brain_is_the_same_in_batches_of_two_as_in_one(tmp_path, monkeypatch
     monkeypatch.setattr(read, "SPOOL_BATCH", 2)
     batched = _run(_team("batched"), tmp_path / "batched")
     assert batched == whole
+    assert _run(_team("backwards"), tmp_path / "backwards", backwards=True) == whole
     # the shared text is one chunk with the smallest ref's fields (r00's: a fact)
     shared = [c for c in whole[0][0] if c[0].startswith(SHARED)]
     assert len(shared) == 1 and shared[0][1] == "fact"
