@@ -4,6 +4,7 @@ snapshot stamped again (`snapshot_touch`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -100,6 +101,23 @@ class StoredRecord:
             extensions=self.extensions,
             content_hash=self.content_hash,
         )
+
+
+class StoredRecords(Mapping[str, Any]):
+    """The last snapshot's records by path, each made a record only when the read asks for
+    it (a dict of them all would hold every record twice during the read)."""
+
+    def __init__(self, rows: dict[str, StoredRecord]) -> None:
+        self._rows = rows
+
+    def __getitem__(self, path: str) -> Any:
+        return self._rows[path].as_record()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
 
 
 def previous_state(

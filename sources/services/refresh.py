@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -35,6 +34,7 @@ from sources.signals import announce
 from sources.snapshots import (
     INSERT_BATCH,
     StoredRecord,
+    StoredRecords,
     previous_state,
     snapshot_create,
     snapshot_touch,
@@ -139,7 +139,7 @@ def _refresh(*, source_id: int, run_id: int | None, trigger: str) -> RefreshRun:
         result = read_source(
             fetcher,
             now=started,
-            previous_records=_AsRecords(rows),
+            previous_records=StoredRecords(rows),
             previous_manifest=bytes(snapshot.manifest_body) if snapshot is not None else None,
             validators=validators,
         )
@@ -171,23 +171,6 @@ def _refresh(*, source_id: int, run_id: int | None, trigger: str) -> RefreshRun:
         return _refresh_failed(source.pk, run.pk, "store-failed", message, "stale", started, clock)
     finally:
         result.close()  # the spooled records' temporary file
-
-
-class _AsRecords(Mapping[str, Any]):
-    """The last snapshot's records by path, each made a record only when the read asks for
-    it (a dict of them all would hold every record twice during the read)."""
-
-    def __init__(self, rows: dict[str, StoredRecord]) -> None:
-        self._rows = rows
-
-    def __getitem__(self, path: str) -> Any:
-        return self._rows[path].as_record()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._rows)
-
-    def __len__(self) -> int:
-        return len(self._rows)
 
 
 def _error_text(exc: BaseException) -> str:
