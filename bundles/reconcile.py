@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Exists, OuterRef
+from django.db import connection
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from bundles.mirror_chunks import Held, HeldOrigin, chunks_for, other_active_refs
@@ -115,25 +117,15 @@ def _withdraw_rest(*, team: Team, group: str, run: _Run, result: MirrorResult) -
         ChunkOrigin.objects.filter(team=team, group=group, active=True)
         .exclude(updated_at=run.now)
         .order_by()
-        .values_list("id", "ref", "chunk_id", "active", "expires_at", "metadata")
+        .values_list("id", "ref", "chunk_id")
     )
-    gone = [
-        HeldOrigin(*row)
-        for row in stream_rows(rows, itersize=LOOKUP_BATCH, json_loads=json_loads)
-        if row[0] not in run.kept
-    ]
+    gone = [row for row in stream_rows(rows, itersize=LOOKUP_BATCH) if row[0] not in run.kept]
     if not gone:
         return
-    for origin in gone:
-        origin.active = False
-    update_values(
-        ChunkOrigin,
-        _ORIGIN_UPDATES,
-        ((o.id, o.chunk_id, o.active, o.expires_at, o.metadata, run.now) for o in gone),
-        batch_size=LOOKUP_BATCH,
-    )
+    for batch in for_batches([row[0] for row in gone]):
+        ChunkOrigin.objects.filter(pk__in=batch).update(active=False, updated_at=run.now)
     result.deactivated += len(gone)
-    left = {o.chunk_id: o.ref for o in gone}
+    left = {chunk_id: ref for _, ref, chunk_id in gone}
     _drop_provenance(left, keep=run.rewritten, now=run.now)
     _mark_withdrawn(left=set(left), back=set(), now=run.now)
 
@@ -161,15 +153,26 @@ class _Plan:
 def _origins(team: Team, group: str, refs: list[str]) -> dict[str, HeldOrigin]:
     """The group's origins of these refs."""
     found: dict[str, HeldOrigin] = {}
-    for batch in for_batches(refs):
+    # PostgreSQL: one array parameter for the whole batch (see mirror_chunks._hash_in)
+    size = len(refs) if connection.vendor == "postgresql" else LOOKUP_BATCH
+    for batch in for_batches(refs, max(size, 1)):
         values = (
-            ChunkOrigin.objects.filter(team=team, group=group, ref__in=batch)
+            ChunkOrigin.objects.filter(_ref_in(batch), team=team, group=group)
             .order_by()
             .values_list("id", "ref", "chunk_id", "active", "expires_at", "metadata")
         )
         for row in stream_rows(values, itersize=LOOKUP_BATCH, json_loads=json_loads):
             found[row[1]] = HeldOrigin(*row)
     return found
+
+
+def _ref_in(batch: list[str]) -> Any:
+    if connection.vendor != "postgresql":
+        return Q(ref__in=batch)
+    return ExpressionWrapper(
+        RawSQL('"bundles_chunkorigin"."ref" = ANY(%s)', (list(batch),)),
+        output_field=BooleanField(),
+    )
 
 
 def _plan(
