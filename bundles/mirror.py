@@ -14,7 +14,9 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import F
+from django.db.models.functions import Collate
 from django.utils import timezone
 
 from bundles.embeddings.queueing import brain_embed_queue
@@ -26,7 +28,12 @@ from formats import memoryai as protocol
 from formats.crosswalk import MEMORY_TYPES, SOURCE_TYPES, chunk_content, memory_content
 from memoryadmin.audit import Actor
 from memoryadmin.bulk import json_loads, stream_rows
-from reviews.selectors import memory_pinned, memory_provenance, memory_tags
+from reviews.selectors import (
+    memory_pinned,
+    memory_provenance,
+    memory_tags,
+    repository_approvals,
+)
 
 if TYPE_CHECKING:
     from reviews.models import Repository
@@ -42,11 +49,31 @@ SourceRow = tuple[str, str, str, str, "list[str] | tuple[str, ...]", "datetime |
 SOURCE_ROW_FIELDS = ("record_id", "kind", "title", "body", "tags", "expires")
 
 
+# Records read back per query: the mirror reconciles them in batches of its own size.
+READ_BATCH = 2000
+
+
 def _stored_rows(source: Source, now: datetime | None) -> Iterator[SourceRow]:
+    """The current snapshot's active records in record id order, one bounded query at a time
+    (keyset: after the last id read), so no read stays open while the mirror writes."""
     from sources.selectors import active_records
 
-    values = active_records(source, now).order_by("record_id").values_list(*SOURCE_ROW_FIELDS)
-    yield from stream_rows(values, itersize=2000, json_loads=json_loads)
+    records = active_records(source, now)
+    if connection.vendor == "postgresql":
+        # code point order, as Python sorts and SQLite's BINARY compares: the refresh hands
+        # its records over in that order, so every mirror of a source walks them alike
+        records = records.annotate(key=Collate("record_id", "C"))
+    else:
+        records = records.annotate(key=F("record_id"))
+    values = records.order_by("key").values_list(*SOURCE_ROW_FIELDS)
+    after: str | None = None
+    while True:
+        page = values if after is None else values.filter(key__gt=after)
+        rows = list(stream_rows(page[:READ_BATCH], itersize=READ_BATCH, json_loads=json_loads))
+        yield from rows
+        if len(rows) < READ_BATCH:
+            return
+        after = rows[-1][0]
 
 
 def source_wanted(
@@ -128,7 +155,12 @@ def repository_wanted(repository: Repository) -> Iterator[Mirrored]:
     memories = [
         _MemoryRow(*row) for row in stream_rows(values, itersize=2000, json_loads=json_loads)
     ]
-    approvals = memory_provenance(repository, memories)  # type: ignore[arg-type]
+    # every memory of the repository is mirrored: its approvals in one read
+    approvals = memory_provenance(
+        repository,
+        memories,  # type: ignore[arg-type]
+        repository_approvals(repository),
+    )
     prefix = f"repository:{repository.pk}:"
     for memory in memories:
         memory_type, zone, extra = MEMORY_TYPES.get(memory.type, ("fact", "standard", ()))

@@ -34,6 +34,7 @@ class Held:
     valid_until: datetime | None
     is_dna: bool
     standalone: bool
+    created_at: datetime | None = None  # a reconcile's own time on the chunks it inserted
 
 
 _HELD_FIELDS = tuple(f.name for f in fields(Held))  # read in the dataclass's order
@@ -151,7 +152,7 @@ def chunks_for(
         returning=("id", "content_hash"),
         batch_size=LOOKUP_BATCH,
     )
-    result.chunks_created = len(missing)
+    result.chunks_created += len(missing)
     for pk, digest in inserted:
         w = missing[digest]
         chunks[digest] = Held(
@@ -165,6 +166,7 @@ def chunks_for(
             valid_until=w.item.expires_at,
             is_dna=w.is_dna,
             standalone=False,
+            created_at=now,
         )
     # Elsewhere than PostgreSQL nothing is returned; a concurrent insert is not returned either
     unseen = [digest for digest in missing if digest not in chunks]

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Exists, OuterRef
+from django.db import connection
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from bundles.mirror_chunks import Held, HeldOrigin, chunks_for, other_active_refs
@@ -34,6 +36,24 @@ def _without_time(provenance: Any) -> Any:
     return provenance
 
 
+# Wanted items reconciled at a time: what one reconcile holds in memory (items, chunks, origins)
+# is bounded by this, not by the size of the source or repository.
+MIRROR_BATCH = 2000
+
+
+@dataclass
+class _Run:
+    """What one reconcile carries from batch to batch: held chunks it rewrote (a later ref with
+    the same text does not rewrite them again, as within one batch) and held origins it kept
+    as they were (neither is grown by a cold run, where every chunk and origin is new)."""
+
+    now: datetime
+    rewritten: set[int] = field(default_factory=set)
+    kept: set[int] = field(default_factory=set)
+    held_origins: bool = True  # the group had origins before this run
+    served: int = 0
+
+
 def _reconcile(
     *,
     team: Team,
@@ -43,14 +63,36 @@ def _reconcile(
     actor: Actor,
     label: str,
 ) -> MirrorResult:
+    """`wanted` is read once, in order, MIRROR_BATCH items at a time: each batch is planned and
+    written before the next is read; then the group's origins no batch wanted are withdrawn.
+    Refs are unique; in ref order a shared text is handled as in one batch (the first ref to
+    insert or rewrite its chunk keeps it for the run: `Chunk.created_at` is the run's time for
+    the chunks this run inserted, `_Run.rewritten` holds the held ones it rewrote)."""
     now = timezone.now()
     result = MirrorResult()
-    parsed = parse_wanted(group, wanted, result)
-    chunks, created = chunks_for(team, kind, parsed, now, result)
-    plan = _plan(
-        team=team, group=group, kind=kind, parsed=parsed, chunks=chunks, created=created, now=now
-    )
-    _apply(plan, team=team, group=group, kind=kind, now=now, result=result)
+    run = _Run(now=now)
+    run.held_origins = ChunkOrigin.objects.filter(team=team, group=group).exists()
+    items = iter(wanted)
+    try:
+        for batch in for_batches(items, MIRROR_BATCH):
+            parsed = parse_wanted(group, batch, result)
+            del batch
+            if not parsed:
+                continue
+            run.served += len(parsed)
+            chunks, created = chunks_for(team, kind, parsed, now, result)
+            plan = _plan(
+                team=team, group=group, parsed=parsed, chunks=chunks, created=created, run=run
+            )
+            _apply(plan, team=team, group=group, kind=kind, now=now, result=result)
+            run.rewritten.update(plan.chunk_updates)
+            del parsed, chunks, plan
+    finally:
+        close = getattr(items, "close", None)
+        if close is not None:  # a generator reading rows: end its read now, not at GC
+            close()
+    if run.held_origins:
+        _withdraw_rest(team=team, group=group, run=run, result=result)
     if result.changed:
         audit_record(
             actor=actor,
@@ -59,13 +101,33 @@ def _reconcile(
             target_type="bundles.brain",
             target_id=team.pk,
             summary=(
-                f"Mirrored {label} into the brain: {len(parsed)} served, "
+                f"Mirrored {label} into the brain: {run.served} served, "
                 f"{result.chunks_created} new chunks, {result.activated} returned, "
                 f"{result.deactivated} withdrawn"
             ),
             data={"group": group, **result.as_dict()},
         )
     return result
+
+
+def _withdraw_rest(*, team: Team, group: str, run: _Run, result: MirrorResult) -> None:
+    """Deactivate the group's active origins that no batch wanted: the ones this run neither
+    wrote (their `updated_at` is the run's time) nor kept as they were."""
+    rows = (
+        ChunkOrigin.objects.filter(team=team, group=group, active=True)
+        .exclude(updated_at=run.now)
+        .order_by()
+        .values_list("id", "ref", "chunk_id")
+    )
+    gone = [row for row in stream_rows(rows, itersize=LOOKUP_BATCH) if row[0] not in run.kept]
+    if not gone:
+        return
+    for batch in for_batches([row[0] for row in gone]):
+        ChunkOrigin.objects.filter(pk__in=batch).update(active=False, updated_at=run.now)
+    result.deactivated += len(gone)
+    left = {chunk_id: ref for _, ref, chunk_id in gone}
+    _drop_provenance(left, keep=run.rewritten, now=run.now)
+    _mark_withdrawn(left=set(left), back=set(), now=run.now)
 
 
 # ----------------------------------------------------------------------------- planning
@@ -88,29 +150,46 @@ class _Plan:
     unchanged: int = 0
 
 
-def _origins(team: Team, group: str) -> dict[str, HeldOrigin]:
-    values = ChunkOrigin.objects.filter(team=team, group=group).values_list(
-        "id", "ref", "chunk_id", "active", "expires_at", "metadata"
+def _origins(team: Team, group: str, refs: list[str]) -> dict[str, HeldOrigin]:
+    """The group's origins of these refs."""
+    found: dict[str, HeldOrigin] = {}
+    # PostgreSQL: one array parameter for the whole batch (see mirror_chunks._hash_in)
+    size = len(refs) if connection.vendor == "postgresql" else LOOKUP_BATCH
+    for batch in for_batches(refs, max(size, 1)):
+        values = (
+            ChunkOrigin.objects.filter(_ref_in(batch), team=team, group=group)
+            .order_by()
+            .values_list("id", "ref", "chunk_id", "active", "expires_at", "metadata")
+        )
+        for row in stream_rows(values, itersize=LOOKUP_BATCH, json_loads=json_loads):
+            found[row[1]] = HeldOrigin(*row)
+    return found
+
+
+def _ref_in(batch: list[str]) -> Any:
+    if connection.vendor != "postgresql":
+        return Q(ref__in=batch)
+    return ExpressionWrapper(
+        RawSQL('"bundles_chunkorigin"."ref" = ANY(%s)', (list(batch),)),
+        output_field=BooleanField(),
     )
-    return {
-        row[1]: HeldOrigin(*row)
-        for row in stream_rows(values, itersize=LOOKUP_BATCH, json_loads=json_loads)
-    }
 
 
 def _plan(
     *,
     team: Team,
     group: str,
-    kind: str,
     parsed: dict[str, Wanted],
     chunks: dict[str, Held],
     created: set[str],
-    now: datetime,
+    run: _Run,
 ) -> _Plan:
-    """Which origins to create, move or deactivate and which chunks to rewrite (reads only)."""
+    """Which of one batch's origins to create, move or reactivate and which chunks to rewrite
+    (reads only)."""
+    # The chunks an earlier batch of this run inserted count as inserted here too
+    created = created | {d for d, c in chunks.items() if c.created_at == run.now}
     plan = _Plan(chunks=chunks, created=created)
-    origins = _origins(team, group)
+    origins = _origins(team, group, list(parsed)) if run.held_origins else {}
     # A chunk this transaction inserted has no other origin yet: only held ones are looked up
     owners = other_active_refs(
         group, [c.id for digest, c in chunks.items() if digest not in created]
@@ -125,7 +204,11 @@ def _plan(
     for ref, wanted in parsed.items():
         item = wanted.item
         chunk = chunks[wanted.content_hash]
-        if wanted.content_hash not in created and chunk.id not in plan.chunk_updates:
+        if (
+            wanted.content_hash not in created
+            and chunk.id not in plan.chunk_updates
+            and chunk.id not in run.rewritten
+        ):
             _refresh_chunk(chunk, ref, wanted, owners, plan.chunk_updates, plan.bump)
         origin = origins.get(ref)
         if origin is None:
@@ -146,11 +229,7 @@ def _plan(
             plan.origin_updates.append(origin)
         else:
             plan.unchanged += 1
-    for ref, origin in origins.items():
-        if ref not in parsed and origin.active:
-            origin.active = False
-            plan.origin_updates.append(origin)
-            plan.deactivated += 1
+            run.kept.add(origin.id)  # type: ignore[arg-type]
     return plan
 
 
@@ -232,9 +311,10 @@ def _apply(
         ),
         batch_size=LOOKUP_BATCH,
     )
-    result.origins_created = len(plan.new_origins)
-    result.activated, result.deactivated = plan.activated, plan.deactivated
-    result.unchanged = plan.unchanged
+    result.origins_created += len(plan.new_origins)
+    result.activated += plan.activated
+    result.deactivated += plan.deactivated
+    result.unchanged += plan.unchanged
     update_values(
         ChunkOrigin,
         _ORIGIN_UPDATES,
@@ -251,7 +331,7 @@ def _apply(
             ),
             batch_size=LOOKUP_BATCH,
         )
-        result.chunks_updated = len(plan.chunk_updates)
+        result.chunks_updated += len(plan.chunk_updates)
     _drop_provenance(plan.left, keep=set(plan.chunk_updates), now=now)
     created_ids = {plan.chunks[digest].id for digest in plan.created}
     _mark_withdrawn(left=set(plan.left) - plan.gained, back=plan.gained - created_ids, now=now)

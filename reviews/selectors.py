@@ -275,25 +275,43 @@ def dashboard_summary(team: Team) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- provenance
 
 
-def memory_provenance(repository: Repository, memories: Iterable[Memory]) -> dict[str, Any]:
-    """memory id -> {commit, approved_by, approval}: the latest pushed approval, else the
-    commit that added the file (a memory committed as active needs no review)."""
-    memories = list(memories)
+def repository_approvals(
+    repository: Repository, keys: Iterable[str] | None = None
+) -> dict[str, tuple[str, str]]:
+    """memory id -> (approver, commit) of its latest pushed approval in this repository; of
+    these memory ids only, or (None) of every memory: one statement, for an index that mirrors
+    all of them (a statement per 500 memories was most of the mirror's reads)."""
     approvals: dict[str, tuple[str, str]] = {}
-    keys = [m.memory_id for m in memories]
-    for batch in for_batches(keys):
-        rows = (
-            DecisionItem.objects.filter(
-                decision__repository=repository,
-                decision__kind=DecisionKind.APPROVE,
-                decision__state=PushState.PUSHED,
-                memory_key__in=batch,
-            )
-            .order_by("decision_id")
-            .values_list("memory_key", "decision__actor_label", "decision__commit_sha")
+    pushed = DecisionItem.objects.filter(
+        decision__repository=repository,
+        decision__kind=DecisionKind.APPROVE,
+        decision__state=PushState.PUSHED,
+    ).order_by("decision_id")
+    fields = ("memory_key", "decision__actor_label", "decision__commit_sha")
+    if keys is None:
+        batches: Iterable[Any] = [pushed.values_list(*fields)]
+    else:
+        batches = (
+            pushed.filter(memory_key__in=batch).values_list(*fields)
+            for batch in for_batches(list(keys))
         )
+    for rows in batches:
         for key, label, sha in rows:
             approvals[key] = (label, sha)
+    return approvals
+
+
+def memory_provenance(
+    repository: Repository,
+    memories: Iterable[Memory],
+    approvals: dict[str, tuple[str, str]] | None = None,
+) -> dict[str, Any]:
+    """memory id -> {commit, approved_by, approval}: the latest pushed approval, else the
+    commit that added the file (a memory committed as active needs no review). `approvals`:
+    `repository_approvals` of the whole repository, when the caller read it already."""
+    memories = list(memories)
+    if approvals is None:
+        approvals = repository_approvals(repository, (m.memory_id for m in memories))
     result = {}
     for memory in memories:
         if memory.memory_id in approvals:

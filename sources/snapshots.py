@@ -4,17 +4,20 @@ snapshot stamped again (`snapshot_touch`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from formats import openmemories as om
+from memoryadmin.batching import for_batches
 from memoryadmin.bulk import insert_values, json_loads, stream_rows
 from sources.fetchers import Validator
 from sources.fetchers.read import ReadResult
 from sources.models import HttpValidator, Problem, Record, Rejection, Snapshot, Source
 
 INSERT_BATCH = 500
+RECORD_BATCH = 2000  # records stored per statement (COPY) by a new snapshot
 
 RECORD_FIELDS = (
     "snapshot",
@@ -100,6 +103,23 @@ class StoredRecord:
         )
 
 
+class StoredRecords(Mapping[str, Any]):
+    """The last snapshot's records by path, each made a record only when the read asks for
+    it (a dict of them all would hold every record twice during the read)."""
+
+    def __init__(self, rows: dict[str, StoredRecord]) -> None:
+        self._rows = rows
+
+    def __getitem__(self, path: str) -> Any:
+        return self._rows[path].as_record()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
 def previous_state(
     source: Source,
 ) -> tuple[Snapshot | None, dict[str, StoredRecord], dict[str, Validator]]:
@@ -127,7 +147,7 @@ def snapshot_create(
         source=source,
         retrieved_at=now,
         manifest_name=result.manifest.name[:200],
-        manifest_entries=len(result.manifest.entries) + len(result.manifest.rejected),
+        manifest_entries=result.entries + len(result.manifest.rejected),
         manifest_body=result.manifest_body,
         fingerprint=fingerprint,
         record_count=len(result.records),
@@ -136,37 +156,35 @@ def snapshot_create(
         problem_count=len(selection.problems),
     )
     active, inactive = selection.active, selection.inactive
-    # plain rows, COPY-ed: a Record instance per row was a sixth of a cold refresh
-    insert_values(
-        Record,
-        RECORD_FIELDS,
+    # plain rows, COPY-ed: a Record instance per row was a sixth of a cold refresh; in
+    # batches, as the spool gives them (elsewhere than PostgreSQL `bulk_create` lists them)
+    rows = (
         (
-            (
-                snapshot.pk,
-                source.pk,
-                r.id,
-                item.entry.path,
-                r.kind,
-                r.scope,
-                r.title,
-                r.body,
-                list(r.tags),
-                r.provenance,
-                r.created,
-                r.updated,
-                r.expires,
-                list(r.supersedes),
-                r.extensions,
-                r.content_hash,
-                now,
-                r.id in active,
-                inactive.get(r.id, ""),
-            )
-            for item in result.records
-            for r in (item.record,)
-        ),
-        batch_size=INSERT_BATCH,
+            snapshot.pk,
+            source.pk,
+            r.id,
+            item.entry.path,
+            r.kind,
+            r.scope,
+            r.title,
+            r.body,
+            list(r.tags),
+            r.provenance,
+            r.created,
+            r.updated,
+            r.expires,
+            list(r.supersedes),
+            r.extensions,
+            r.content_hash,
+            now,
+            r.id in active,
+            inactive.get(r.id, ""),
+        )
+        for item in result.records
+        for r in (item.record,)
     )
+    for batch in for_batches(rows, RECORD_BATCH):
+        insert_values(Record, RECORD_FIELDS, batch, batch_size=INSERT_BATCH)
     Rejection.objects.bulk_create(
         (
             Rejection(
@@ -205,25 +223,3 @@ def snapshot_touch(
     snapshot.active_count = len(selection.active)
     snapshot.save(update_fields=["retrieved_at", "active_count"])
     return flipped
-
-
-def served_rows(
-    result: ReadResult, rows: dict[str, StoredRecord], *, changed: bool
-) -> list[tuple[Any, ...]]:
-    """The new current snapshot's active records, in record id order, from what this refresh
-    holds in memory (the brain's mirror would otherwise read them back)."""
-    active = result.selection.active
-    if changed:
-        served = [
-            (r.id, r.kind, r.title, r.body, r.tags, r.expires)
-            for r in (item.record for item in result.records)
-            if r.id in active
-        ]
-    else:
-        served = [
-            (r.record_id, r.kind, r.title, r.body, r.tags, r.expires)
-            for r in rows.values()
-            if r.record_id in active
-        ]
-    served.sort(key=lambda row: row[0])
-    return served

@@ -44,6 +44,7 @@ from formats.openmemories.records import (
 )
 from formats.openmemories.selection import (
     select,
+    select_by_id,
 )
 from formats.openmemories.text import (
     STRING_FAULTS,
@@ -90,6 +91,7 @@ __all__ = [
     "parse_timestamp",
     "path_problem",
     "select",
+    "select_by_id",
     "string_fault",
     "string_problem",
 ]

@@ -66,7 +66,7 @@ class Problem:
     message: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Entry:
     id: str
     path: str

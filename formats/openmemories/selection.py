@@ -19,22 +19,32 @@ def select(records: Iterable[Record], *, now: datetime) -> Selection:
     replacement inside a cycle, are reported as problems and do not apply. Records of different
     sources never meet here, so no winner is ever chosen across sources by timestamp.
     """
-    by_id = {record.id: record for record in records}
+    return select_by_id({record.id: record for record in records}, now=now)
+
+
+def select_by_id(by_id: Mapping[str, Record], *, now: datetime) -> Selection:
+    """`select` over the records by id. A value need only have the record's `supersedes` and
+    `is_expired`: a reader may map every plain record (no supersedes, no expiry) to one
+    shared value."""
     problems: list[Problem] = []
-    edges: dict[str, list[str]] = {record_id: [] for record_id in by_id}
-    for record in by_id.values():
+    # Only records that supersede something have edges (most have none: no list each).
+    edges: dict[str, list[str]] = {}
+    for record_id, record in by_id.items():
+        if not record.supersedes:
+            continue
+        targets = edges[record_id] = []
         for target in record.supersedes:
             if target not in by_id:
                 problems.append(
                     Problem(
                         "supersedes-missing",
-                        (record.id, target),
-                        f"{record.id!r} supersedes {target!r}, which is not a valid record "
+                        (record_id, target),
+                        f"{record_id!r} supersedes {target!r}, which is not a valid record "
                         "of this source; the replacement does not apply",
                     )
                 )
             else:
-                edges[record.id].append(target)
+                targets.append(target)
     in_cycle: dict[str, int] = {}
     for number, component in enumerate(_cycles(edges)):
         for record_id in component:
@@ -54,17 +64,18 @@ def select(records: Iterable[Record], *, now: datetime) -> Selection:
             if not same_cycle:
                 superseded.add(target)
     inactive: dict[str, str] = {}
-    for record in by_id.values():
+    for record_id, record in by_id.items():
         if record.is_expired(now):
-            inactive[record.id] = "expired"
-        elif record.id in superseded:
-            inactive[record.id] = "superseded"
+            inactive[record_id] = "expired"
+        elif record_id in superseded:
+            inactive[record_id] = "superseded"
     active = frozenset(record_id for record_id in by_id if record_id not in inactive)
     return Selection(active, inactive, tuple(problems))
 
 
 def _cycles(edges: Mapping[str, list[str]]) -> list[list[str]]:
-    """Strongly connected components that contain a cycle (Tarjan, iterative)."""
+    """Strongly connected components that contain a cycle (Tarjan, iterative). A node with no
+    entry in `edges` has no edge out, so it is in no cycle."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     on_stack: set[str] = set()
@@ -82,7 +93,7 @@ def _cycles(edges: Mapping[str, list[str]]) -> list[list[str]]:
                 counter += 1
                 stack.append(node)
                 on_stack.add(node)
-            targets = edges[node]
+            targets = edges.get(node, ())
             if child < len(targets):
                 work.append((node, child + 1))
                 target = targets[child]
@@ -99,7 +110,7 @@ def _cycles(edges: Mapping[str, list[str]]) -> list[list[str]]:
                     component.append(member)
                     if member == node:
                         break
-                if len(component) > 1 or node in edges[node]:
+                if len(component) > 1 or node in edges.get(node, ()):
                     result.append(component)
             if work:
                 parent = work[-1][0]

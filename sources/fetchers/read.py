@@ -3,10 +3,14 @@ administrator typed into a source's kind and identity (`normalize_location`)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+import pickle
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from formats import openmemories as om
@@ -46,33 +50,171 @@ def normalize_location(location: str) -> tuple[str, str]:
 # ----------------------------------------------------------------------------- reading
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReadRecord:
     entry: om.Entry
     record: om.Record
     reused: bool  # unchanged since the last snapshot, so it was not parsed again
 
 
+# Records kept in memory before the spool writes them out (and read back at once).
+SPOOL_BATCH = 256
+
+
+def _pack(item: ReadRecord) -> tuple[Any, ...]:
+    if item.reused:  # the last snapshot's record: the spool's `previous` gives it back
+        return (item.entry.id, item.entry.path, None)
+    r = item.record
+    return (
+        item.entry.id,
+        item.entry.path,
+        (
+            r.id,
+            r.title,
+            r.kind,
+            r.scope,
+            r.created,
+            r.updated,
+            r.body,
+            r.tags,
+            r.provenance,
+            r.expires,
+            r.supersedes,
+            r.extensions,
+            r.content_hash,
+        ),
+    )
+
+
+class RecordSpool:
+    """The records one read produced, in manifest order: past the first SPOOL_BATCH, in an
+    unlinked temporary file (pickled in batches), so a read of 20,000 records holds no more of
+    them in memory than one of 2,000. A reused record is kept as its path alone: `previous`
+    (the last snapshot's records by path, which the reader holds anyway) gives it back.
+    Iterable any number of times; `close` drops the file."""
+
+    def __init__(self, previous: Mapping[str, om.Record] | None = None) -> None:
+        self._previous = previous or {}
+        self._pending: list[tuple[Any, ...]] = []
+        self._file: Any = None
+        self._spans: list[tuple[int, int]] = []  # (offset, length) of each written batch
+        self._size = 0
+        self._count = 0
+
+    def append(self, item: ReadRecord) -> None:
+        self._pending.append(_pack(item))
+        self._count += 1
+        if len(self._pending) >= SPOOL_BATCH:
+            self._spill()
+
+    def _spill(self) -> None:
+        if self._file is None:
+            # unlinked at once; open until close() (or the spool is collected)
+            self._file = tempfile.TemporaryFile(buffering=0)  # noqa: SIM115
+        data = pickle.dumps(self._pending, protocol=pickle.HIGHEST_PROTOCOL)
+        view = memoryview(data)
+        while view:
+            view = view[self._file.write(view) :]
+        self._spans.append((self._size, len(data)))
+        self._size += len(data)
+        self._pending = []
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[ReadRecord]:
+        for offset, length in list(self._spans):
+            data = os.pread(self._file.fileno(), length, offset)
+            # our own bytes, written above to a file no other process can open by name
+            yield from map(self._unpack, pickle.loads(data))  # noqa: S301
+        yield from map(self._unpack, list(self._pending))
+
+    def _unpack(self, packed: tuple[Any, ...]) -> ReadRecord:
+        entry_id, path, fields = packed
+        if fields is None:
+            return ReadRecord(om.Entry(entry_id, path), self._previous[path], True)
+        return ReadRecord(om.Entry(entry_id, path), om.Record(*fields), False)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+            self._spans = []
+
+    def __del__(self) -> None:  # a read nobody closed (a preview, the check command)
+        self.close()
+
+
+class _Key(NamedTuple):
+    """What the selection needs of a record (expiry and replacement), without its text; one
+    shared `_PLAIN` stands for every record with neither."""
+
+    id: str
+    supersedes: tuple[str, ...]
+    expires: datetime | None
+
+    def is_expired(self, now: datetime) -> bool:
+        return self.expires is not None and self.expires <= now
+
+
+_PLAIN = _Key("", (), None)
+
+
 @dataclass
 class ReadResult:
-    """Everything one read of a source produced; nothing has been stored yet."""
+    """Everything one read of a source produced; nothing has been stored yet. The records
+    are spooled (`RecordSpool`): iterate them, do not index them."""
 
     identity: str
     manifest: om.Manifest
     manifest_body: bytes
-    records: list[ReadRecord]
+    records: RecordSpool
     rejections: list[om.Rejection]
     selection: om.Selection
+    # what the next read can ask conditionally with: only those with an ETag or a
+    # Last-Modified (a local read has none, and would hold one per record for nothing)
     validators: dict[str, Validator]
     parsed: int = 0
     reused: int = 0
+    entries: int = 0  # the manifest's accepted entries (`drop_entries` may have let them go)
+    # the records' ids ascend (code point order) in the order they were read: `served` then
+    # gives the brain's mirror its rows in record id order straight from the spool
+    ordered: bool = False
+    # the fingerprint's hash over the manifest and the records, fed as they were read
+    digest: Any = field(default=None, repr=False)
 
     def fingerprint(self) -> str:
-        """Equal fingerprints mean an identical snapshot (same manifest and record bytes)."""
-        parts = [om.content_hash(self.manifest_body)]
-        parts += [f"{r.entry.id}\0{r.entry.path}\0{r.record.content_hash}" for r in self.records]
-        parts += [f"{r.code}\0{r.path}\0{r.id}\0{r.message}" for r in self.rejections]
-        return om.content_hash("\n".join(parts).encode("utf-8"))
+        """Equal fingerprints mean an identical snapshot (same manifest and record bytes): the
+        SHA-256 of the manifest's hash, each record's id, path and hash, and each rejection,
+        one per line."""
+        digest = self.digest.copy() if self.digest is not None else _records_digest(self)
+        for r in self.rejections:
+            digest.update(f"\n{r.code}\0{r.path}\0{r.id}\0{r.message}".encode())
+        return digest.hexdigest()
+
+    def served(self) -> Iterator[tuple[Any, ...]]:
+        """The active records as the brain's mirror takes them, (id, kind, title, body, tags,
+        expires), in the order read: record id order when `ordered`."""
+        active = self.selection.active
+        for item in self.records:
+            r = item.record
+            if r.id in active:
+                yield (r.id, r.kind, r.title, r.body, list(r.tags), r.expires)
+
+    def drop_entries(self) -> None:
+        """Let the manifest's entries go once the records are read (a refresh's swap needs
+        only their count, `entries`): one object per record less to hold while storing."""
+        self.manifest = replace(self.manifest, entries=())
+
+    def close(self) -> None:
+        self.records.close()
+
+
+def _records_digest(result: ReadResult) -> Any:
+    digest = hashlib.sha256(om.content_hash(result.manifest_body).encode())
+    for r in result.records:
+        digest.update(f"\n{r.entry.id}\0{r.entry.path}\0{r.record.content_hash}".encode())
+    return digest
 
 
 def read_source(
@@ -93,7 +235,8 @@ def read_source(
     known = validators.get(manifest_key) if previous_manifest is not None else None
     fetched = fetcher.get_manifest(known)
     manifest_body = fetched.body if fetched.body is not None else (previous_manifest or b"")
-    new_validators[manifest_key] = fetched.validator
+    if fetched.validator.etag or fetched.validator.last_modified:
+        new_validators[manifest_key] = fetched.validator
     try:
         manifest = om.parse_manifest(
             manifest_body,
@@ -102,45 +245,71 @@ def read_source(
         )
     except om.ManifestError as exc:
         raise SourceError(exc.code, f"invalid manifest: {exc.message}") from exc
-    records: list[ReadRecord] = []
+    records = RecordSpool(previous_records)
+    keys: dict[str, _Key] = {}  # record id -> what the selection needs
+    digest = hashlib.sha256(om.content_hash(manifest_body).encode())
     rejections: list[om.Rejection] = list(manifest.rejected)
     parsed = reused = 0
-    for entry in manifest.entries:
-        key = fetcher.record_key(entry.path)
-        before = previous_records.get(entry.path)
-        old = validators.get(key)
-        conditional = (
-            old if before is not None and old and old.content_hash == before.content_hash else None
-        )
-        try:
-            got = fetcher.get_record(entry.path, conditional)
-            if got.body is None and before is not None:
-                new_validators[key] = got.validator
-                if before.id == entry.id:
-                    records.append(ReadRecord(entry, before, reused=True))
+    order = [True, ""]  # [ids ascending so far, the last id]
+
+    def keep(entry: om.Entry, record: om.Record, reused: bool) -> None:
+        records.append(ReadRecord(entry, record, reused))
+        if order[0]:
+            order[:] = [not order[1] or entry.id > order[1], entry.id]
+        # the entry's id is the record's (checked): one string for both
+        special = record.supersedes or record.expires is not None
+        keys[entry.id] = _Key(entry.id, record.supersedes, record.expires) if special else _PLAIN
+        digest.update(f"\n{entry.id}\0{entry.path}\0{record.content_hash}".encode())
+
+    try:
+        for entry in manifest.entries:
+            key = fetcher.record_key(entry.path)
+            before = previous_records.get(entry.path)
+            old = validators.get(key)
+            conditional = (
+                old
+                if before is not None and old and old.content_hash == before.content_hash
+                else None
+            )
+            try:
+                got = fetcher.get_record(entry.path, conditional)
+                if got.body is None and before is not None:
+                    if got.validator.etag or got.validator.last_modified:
+                        new_validators[key] = got.validator
+                    if before.id == entry.id:
+                        keep(entry, before, True)
+                        reused += 1
+                        continue
+                    got = fetcher.get_record(entry.path, None)
+                if got.validator.etag or got.validator.last_modified:
+                    new_validators[key] = got.validator
+                body = got.body or b""
+                # the transports hash what they read (their validator): not hashed again
+                body_hash = got.validator.content_hash or om.content_hash(body)
+                if (
+                    before is not None
+                    and before.content_hash == body_hash
+                    and before.id == entry.id
+                ):
+                    keep(entry, before, True)
                     reused += 1
                     continue
-                got = fetcher.get_record(entry.path, None)
-            new_validators[key] = got.validator
-            body = got.body or b""
-            digest = om.content_hash(body)
-            if before is not None and before.content_hash == digest and before.id == entry.id:
-                records.append(ReadRecord(entry, before, reused=True))
-                reused += 1
-                continue
-            parsed += 1
-            record = om.parse_record(
-                body,
-                expected_id=entry.id,
-                path=entry.path,
-                max_bytes=fetcher.policy.max_response_bytes,  # type: ignore[attr-defined]
-            )
-            records.append(ReadRecord(entry, record, reused=False))
-        except om.Rejection as exc:
-            rejections.append(
-                om.Rejection(exc.code, exc.message, exc.line, entry.path, exc.id or entry.id)
-            )
-    selection = om.select((item.record for item in records), now=now)
+                parsed += 1
+                record = om.parse_record(
+                    body,
+                    expected_id=entry.id,
+                    path=entry.path,
+                    max_bytes=fetcher.policy.max_response_bytes,  # type: ignore[attr-defined]
+                )
+                keep(entry, record, False)
+            except om.Rejection as exc:
+                rejections.append(
+                    om.Rejection(exc.code, exc.message, exc.line, entry.path, exc.id or entry.id)
+                )
+    except BaseException:
+        records.close()
+        raise
+    selection = om.select_by_id(keys, now=now)  # type: ignore[arg-type]
     return ReadResult(
         identity=fetcher.identity,
         manifest=manifest,
@@ -151,4 +320,7 @@ def read_source(
         validators=new_validators,
         parsed=parsed,
         reused=reused,
+        entries=len(manifest.entries),
+        ordered=bool(order[0]),
+        digest=digest,
     )

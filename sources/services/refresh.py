@@ -34,8 +34,8 @@ from sources.signals import announce
 from sources.snapshots import (
     INSERT_BATCH,
     StoredRecord,
+    StoredRecords,
     previous_state,
-    served_rows,
     snapshot_create,
     snapshot_touch,
 )
@@ -139,7 +139,7 @@ def _refresh(*, source_id: int, run_id: int | None, trigger: str) -> RefreshRun:
         result = read_source(
             fetcher,
             now=started,
-            previous_records={path: row.as_record() for path, row in rows.items()},
+            previous_records=StoredRecords(rows),
             previous_manifest=bytes(snapshot.manifest_body) if snapshot is not None else None,
             validators=validators,
         )
@@ -157,6 +157,7 @@ def _refresh(*, source_id: int, run_id: int | None, trigger: str) -> RefreshRun:
     finally:
         if fetcher is not None:
             fetcher.close()
+    result.drop_entries()
     try:
         return _refresh_succeeded(source.pk, run.pk, result, rows, started, clock)
     except (OperationalError, Source.DoesNotExist, RefreshRun.DoesNotExist):
@@ -168,6 +169,8 @@ def _refresh(*, source_id: int, run_id: int | None, trigger: str) -> RefreshRun:
         logger.exception("source %s refresh %s: storing the result failed", source.pk, run.pk)
         message = scrub(f"storing the refresh failed: {_error_text(exc)}", credential)
         return _refresh_failed(source.pk, run.pk, "store-failed", message, "stale", started, clock)
+    finally:
+        result.close()  # the spooled records' temporary file
 
 
 def _error_text(exc: BaseException) -> str:
@@ -377,5 +380,8 @@ def _refresh_succeeded(
     )
     _health_change(source, previous, "refresh succeeded")
     if not mirror_current:
-        announce(source, records=served_rows(result, rows, changed=changed))
+        # The brain's mirror takes the served records in record id order, a batch at a time
+        # (holding them all, with the chunks made of them, grew the refresh's memory with
+        # the source): from the spool when they were read in that order, else read back.
+        announce(source, records=result.served() if result.ordered else None)
     return run

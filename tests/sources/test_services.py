@@ -295,3 +295,32 @@ def test_it_stamps_only_the_snapshot_and_skips_the_mirror_when_nothing_changed(
     (tmp_path / "records" / "r3.md").write_text(record_text("r3", title="Edited"))
     _refresh(source)
     assert Chunk.objects.filter(team=team, content__contains="Edited").exists()
+
+
+def test_a_spooled_refresh_stores_every_record_and_counts_the_manifest(team, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    """Records past the spool's first batch come back from its file, in manifest order; the
+    snapshot counts the manifest's entries after the read has let them go."""
+    from sources.fetchers import read
+
+    monkeypatch.setattr(read, "SPOOL_BATCH", 3)
+    records = {f"r{i}": record_text(f"r{i}", title=f"Record {i}") for i in range(10)}
+    records["r4"] = record_text("other-id")  # rejected: the id is not the manifest's
+    write_source(tmp_path, records)
+    source = _add(team, tmp_path)
+    run = _refresh(source)
+    assert run.status == RunStatus.SUCCEEDED and run.parsed_count == 10
+    snapshot = source.current_snapshot
+    assert (snapshot.manifest_entries, snapshot.record_count, snapshot.rejected_count) == (10, 9, 1)
+    stored = dict(Record.objects.filter(snapshot=snapshot).values_list("record_id", "title"))
+    assert stored == {f"r{i}": f"Record {i}" for i in range(10) if i != 4}
+    # the same bytes again: one fingerprint, so the snapshot is kept
+    run = _refresh(source)
+    assert run.changed is False and run.reused_count == 9
+    # one file edited: a new snapshot of 8 reused records (spooled as their paths) and one read
+    (tmp_path / "records" / "r7.md").write_text(record_text("r7", title="Edited"), "utf-8")
+    run = _refresh(source)
+    assert run.changed is True and (run.reused_count, run.parsed_count) == (8, 2)
+    stored = dict(
+        Record.objects.filter(snapshot=source.current_snapshot).values_list("record_id", "title")
+    )
+    assert stored == {f"r{i}": "Edited" if i == 7 else f"Record {i}" for i in range(10) if i != 4}
