@@ -15,6 +15,7 @@ in the worker log; the stored error says only what is safe to tell the team.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import re
@@ -117,6 +118,9 @@ class WorkingCopy:
         self.policy = policy or RemotePolicy()
         self._session: Session | None = None
         self._unstaged: list[str] = []  # written or removed since the last commit
+        # Folders of the copy resolved (and created) since the last reset: a batch of 1,000
+        # approvals resolved the same folder 1,000 times (each resolve is a syscall a part).
+        self._folders: dict[str, Path] = {}
 
     @contextmanager
     def locked(self, *, wait: float = 0.0) -> Iterator[WorkingCopy]:
@@ -222,6 +226,7 @@ class WorkingCopy:
         self.path.mkdir(parents=True)
         self._run("init", "--quiet", mutating=True)
         self._run("remote", "add", "origin", self.remote_url, mutating=True)
+        self._folders.clear()
 
     def fetch(self) -> str:
         """Fetch the branch; return the remote head commit."""
@@ -235,6 +240,7 @@ class WorkingCopy:
         self._run("reset", "--quiet", "--hard", remote, mutating=True)
         self._run("clean", "-ffdxq", mutating=True)
         self._unstaged.clear()
+        self._folders.clear()  # the checkout may have replaced any folder (by a symlink too)
         return self.rev_parse("HEAD")
 
     def sync(self) -> str:
@@ -245,19 +251,42 @@ class WorkingCopy:
     def write_file(self, path: str, content: str) -> None:
         if not self.lock_held:
             raise LockNotHeld("writing the working copy needs the lock")
-        target = self._inside(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content.encode("utf-8"))
+        data = content.encode("utf-8")
+        target = self._plain_file(path)
+        if target is None or not _overwrite(target, data):
+            # a symlink or an odd name: resolved as a whole, and refused outside the copy
+            target = self._inside(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
         self._unstaged.append(path)
 
     def remove_file(self, path: str) -> None:
         if not self.lock_held:
             raise LockNotHeld("writing the working copy needs the lock")
-        target = self._inside(path)
+        target = self._plain_file(path, create=False)
+        if target is None or not target.is_file() or target.is_symlink():
+            target = self._inside(path)
         if not target.is_file():
             raise GitError(f"git rm failed: {path} is not a file of the working copy")
         target.unlink()
         self._unstaged.append(path)
+
+    def _plain_file(self, path: str, *, create: bool = True) -> Path | None:
+        """`path` under its folder resolved once per reset (created, and inside the copy),
+        or None for a name the folder cache cannot answer ("", ".", "..") or a missing folder
+        when `create` is false."""
+        folder, _, name = path.rpartition("/")
+        if name in ("", ".", ".."):
+            return None
+        parent = self._folders.get(folder)
+        if parent is None:
+            parent = self._inside(folder) if folder else self.path.resolve()
+            if create:
+                parent.mkdir(parents=True, exist_ok=True)
+            elif not parent.is_dir():
+                return None
+            self._folders[folder] = parent
+        return parent / name
 
     def _stage(self) -> None:
         """Stage every path written or removed in one `git update-index` reading the paths
@@ -398,3 +427,27 @@ class WorkingCopy:
         target = (self.path / path).resolve()
         target.relative_to(self.path.resolve())  # ValueError for a path escaping the copy
         return target
+
+
+_OVERWRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _overwrite(target: Path, data: bytes) -> bool:
+    """Write `data` over the file in place, then cut it to its length: truncating first made
+    the file system free and allocate the blocks of every file again (an approval rewrites
+    two lines of a file of the same size). False, with nothing written, when `target` is a
+    symlink (the caller resolves it)."""
+    try:
+        fd = os.open(target, _OVERWRITE_FLAGS, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return False
+        raise
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)
+    return True
