@@ -297,9 +297,13 @@ class ChunkWriter:
         self.planner.analyze_while_growing(len(new_rows))
         if len(local) < len(by_hash):  # SQLite, or rows a concurrent import inserted first
             local.update(self._held({digest for digest in by_hash if digest not in local}))
-        for _, record, _ in batch:
-            if record.id is not None and record.content_hash in local:
-                self.ctx.chunk_ids[record.id] = local[record.content_hash]
+        self.ctx.chunk_ids.update(
+            {
+                record.id: local[record.content_hash]
+                for _, record, _ in batch
+                if record.id is not None and record.content_hash in local
+            }
+        )
         new = set(inserted) if inserted is not None else {digest for digest, _ in outcomes}
         self._link_run(local, new)
 

@@ -103,6 +103,7 @@ class Importer:
     def finish(self, checksum: protocol.StreamingChecksum) -> dict[str, Any]:
         report = self.ctx.report
         report.section = None
+        self.ctx.chunk_ids.close()  # every edge is in
         self.planner.analyze_at_end()
         self._finish_checksum(checksum)
         self._finish_embeddings()
