@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 # again on re-import instead of being taken as known valid (Chunk.import_digest).
 CHUNK_RULES = b"memoryadmin chunk rules 2"  # 2: NUL/surrogates everywhere, UTC year range
 
+CARRIED = "import_carried_chunks"  # PostgreSQL: the chunks this run carried, until link_run
+
 CHUNK_INSERT_COLUMNS = (
     "team_id",
     *CHUNK_RECORD_COLUMNS,
@@ -95,6 +97,7 @@ class ChunkWriter:
         self.claimed_provenance = 0
         self.embeddings = {"kept": 0, "foreign_kept": 0, "dropped_option": 0, "dropped_model": 0}
         self.adopted = False
+        self.carried_table = False  # PostgreSQL: the carried chunks wait in CARRIED
 
     def write(self, records: Iterator[tuple[int, Any, bytes]]) -> None:
         """Batches of (index, record, record digest). The encoded record is not kept: orjson's
@@ -308,19 +311,26 @@ class ChunkWriter:
         self._link_run(local, new)
 
     def _link_run(self, local: dict[str, int], inserted: set[str]) -> None:
-        """Record the chunks this import carried (and which it created) on its ImportRun."""
+        """Record the chunks this import carried (and which it created) for its ImportRun:
+        PostgreSQL gathers them in a temporary table (no WAL, no index) and `link_run`
+        writes the run's rows in one statement at the end."""
         run_id = self.ctx.run_id
         if run_id is None or not local:
             return
-        rows = [(run_id, pk, digest in inserted) for digest, pk in local.items()]
         if connection.vendor == "postgresql":
-            copy_rows(
-                ImportedChunk,
-                ("run_id", "chunk_id", "inserted"),
-                rows,
-                conflict="ON CONFLICT (run_id, chunk_id) DO NOTHING",
-            )
+            with connection.cursor() as cursor, connection.wrap_database_errors:
+                if not self.carried_table:
+                    cursor.execute(
+                        f"CREATE TEMP TABLE IF NOT EXISTS {CARRIED} "
+                        "(chunk_id bigint NOT NULL, inserted boolean NOT NULL) ON COMMIT DROP"
+                    )
+                    cursor.execute(f"TRUNCATE {CARRIED}")  # a run before in this transaction
+                    self.carried_table = True
+                with cursor.cursor.copy(f"COPY {CARRIED} (chunk_id, inserted) FROM STDIN") as copy:
+                    for digest, pk in local.items():
+                        copy.write_row((pk, digest in inserted))
             return
+        rows = [(run_id, pk, digest in inserted) for digest, pk in local.items()]
         table = connection.ops.quote_name(ImportedChunk._meta.db_table)
         with connection.cursor() as cursor:
             cursor.executemany(
@@ -328,6 +338,22 @@ class ChunkWriter:
                 "ON CONFLICT (run_id, chunk_id) DO NOTHING",
                 rows,
             )
+
+    def link_run(self) -> None:
+        """The run's ImportedChunk rows, one per chunk it carried (a chunk the bundle carries
+        twice is inserted when any of its records inserted it), in chunk order."""
+        if not self.carried_table:
+            return
+        self.carried_table = False
+        table = connection.ops.quote_name(ImportedChunk._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {table} (run_id, chunk_id, inserted) "  # noqa: S608
+                f"SELECT %s, chunk_id, bool_or(inserted) FROM {CARRIED} "
+                "GROUP BY chunk_id ORDER BY chunk_id",
+                [self.ctx.run_id],
+            )
+            cursor.execute(f"DROP TABLE {CARRIED}")
 
     def _json(self, value: Any) -> str:
         """JSON text for a jsonb/JSON column (COPY and SQLite take it as it is)."""
