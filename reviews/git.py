@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import logging
 import os
 import re
@@ -143,10 +144,11 @@ class WorkingCopy:
         env: dict[str, str] | None = None,
         stdin: bytes | None = None,
     ) -> str:
+        command = _command_of(args)
         if mutating and self._session is None:
-            raise LockNotHeld(f"git {args[0]} needs the lock {self.lock_name}")
-        if args[0] in NETWORK_COMMANDS:
-            raise GitError(f"git {args[0]} must go through _run_network (the address guard)")
+            raise LockNotHeld(f"git {command} needs the lock {self.lock_name}")
+        if command in NETWORK_COMMANDS:
+            raise GitError(f"git {command} must go through _run_network (the address guard)")
         full_env = dict(self._session.env if self._session else read_only_env())
         full_env.update(env or {})
         secrets = self._session.secrets if self._session else []
@@ -165,10 +167,10 @@ class WorkingCopy:
                 clean_output(part, label)
                 for part, label in ((exc.stderr, "stderr"), (exc.stdout, "stdout"))
             ).strip()
-            message = scrub(f"git {args[0]} failed: {detail or exc.status}", secrets)
+            message = scrub(f"git {command} failed: {detail or exc.status}", secrets)
             raise git_error(message, detail=detail) from None
         except (OSError, gitpython.GitError) as exc:
-            raise GitError(scrub(f"git {args[0]} failed: {exc}", secrets)) from None
+            raise GitError(scrub(f"git {command} failed: {exc}", secrets)) from None
 
     def _run_network(self, *args: str) -> str:
         """fetch or push: guarded, pinned, no redirects, and killed at the deadline."""
@@ -291,12 +293,27 @@ class WorkingCopy:
     def _stage(self) -> None:
         """Stage every path written or removed in one `git update-index` reading the paths
         from stdin: one `git add` per file spent 20 s on 1,000 approvals, and `git add` with
-        500 pathspecs per call still 1 s (each pathspec is matched against every file)."""
+        500 pathspecs per call still 1 s (each pathspec is matched against every file).
+
+        The new blobs go into one pack instead of a loose object each (git's bulk check-in,
+        which takes every blob over `core.bigFileThreshold`; a file that a filter or an
+        end-of-line rule converts is still stored as before): 1,000 loose objects were 1,000
+        files and up to 256 folders created, 0.4-1.2 s of system time on this machine's
+        disk, where the pack took 0.1 s. Git before 2.37 would write a pack per blob: there
+        the blobs stay loose."""
         paths = list(dict.fromkeys(self._unstaged))
         if paths:
             listing = b"".join(path.encode("utf-8") + b"\0" for path in paths)
+            pack = ("-c", "core.bigFileThreshold=1") if _bulk_checkin() else ()
             self._run(
-                "update-index", "--add", "--remove", "-z", "--stdin", mutating=True, stdin=listing
+                *pack,
+                "update-index",
+                "--add",
+                "--remove",
+                "-z",
+                "--stdin",
+                mutating=True,
+                stdin=listing,
             )
         self._unstaged.clear()
 
@@ -427,6 +444,24 @@ class WorkingCopy:
         target = (self.path / path).resolve()
         target.relative_to(self.path.resolve())  # ValueError for a path escaping the copy
         return target
+
+
+def _command_of(args: tuple[str, ...]) -> str:
+    """The git command of an argument list that may start with `-c name=value` pairs."""
+    at = 0
+    while at + 1 < len(args) and args[at] == "-c":
+        at += 2
+    return args[at] if at < len(args) else ""
+
+
+@functools.cache
+def _bulk_checkin() -> bool:
+    """Whether `git update-index` puts the blobs of one call into one pack (git 2.37 and
+    later wrap it in one object-database transaction)."""
+    try:
+        return tuple(gitpython.Git().version_info[:2]) >= (2, 37)
+    except (OSError, gitpython.GitError, ValueError):
+        return False
 
 
 _OVERWRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -75,3 +75,36 @@ def test_a_reset_forgets_the_folders_it_may_have_replaced(copy):
     assert not (copy.path / "made").exists()
     copy.write_file("made/here.md", "two\n")
     assert (copy.path / "made/here.md").read_text(encoding="utf-8") == "two\n"
+
+
+def test_a_commit_of_many_files_packs_their_blobs_and_names_its_command(copy):
+    import subprocess
+
+    from reviews.git import _bulk_checkin, _command_of
+
+    def loose() -> int:
+        counted = subprocess.run(
+            ["git", "count-objects", "-v"], cwd=copy.path, capture_output=True, text=True
+        ).stdout
+        return int(counted.split("count:")[1].split()[0])
+
+    before = loose()
+    paths = [f"{M}/many-{n:03d}.md" for n in range(50)]
+    for path in paths:
+        copy.write_file(path, f"file {path}\n")
+    copy.write_file("docs/crlf.txt", "one\ntwo\n")
+    sha = copy.commit(message="Many\n", author=("A", "a@example.org"), committer=("B", "b@e.org"))
+    shown = subprocess.run(
+        ["git", "show", f"{sha}:{paths[7]}"], cwd=copy.path, capture_output=True, check=True
+    )
+    assert shown.stdout == f"file {paths[7]}\n".encode()
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=copy.path, capture_output=True, check=True
+    )
+    assert status.stdout == b""  # the index holds what was written
+    if _bulk_checkin():
+        assert loose() - before < 10  # the commit's trees and itself, not 51 blobs
+    fsck = subprocess.run(["git", "fsck", "--no-dangling"], cwd=copy.path, capture_output=True)
+    assert fsck.returncode == 0, fsck.stderr
+    assert _command_of(("-c", "a=b", "-c", "c=d", "commit", "-q")) == "commit"
+    assert _command_of(("-c",)) == "-c"
