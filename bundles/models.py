@@ -372,12 +372,9 @@ class ImportedChunk(models.Model):
     """A chunk an import carried: `inserted` when that import created it, else it was held
     already (a duplicate) — either way the import holds it, so undoing another keeps it."""
 
-    # No database constraint and no single-column index on either: PostgreSQL checked the two
-    # deferred foreign keys row by row at commit (a re-import of 100k chunks: ~1 s of its
-    # backend's CPU, each check locking the chunk row it names), and the unique (run, chunk)
-    # and the chunk index below cover both look-ups. Deleting a chunk or a run still deletes
-    # its rows (Django's CASCADE); a chunk deleted while an import that holds it runs leaves a
-    # row that names no chunk, which undo never counts (`bundles.services.cleanup`).
+    # No database constraints (checked row by row at commit: ~1 s of a 100k re-import) nor
+    # single-column indexes (the two below cover them); Django's CASCADE still deletes rows,
+    # and undo skips a row whose chunk went while its import ran (bundles/services/cleanup).
     run = models.ForeignKey(
         ImportRun, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
     )

@@ -15,8 +15,6 @@ in the worker log; the stored error says only what is safe to tell the team.
 from __future__ import annotations
 
 import contextlib
-import errno
-import functools
 import logging
 import os
 import re
@@ -36,8 +34,10 @@ from reviews.gitenv import (
     Credential,
     RemotePolicy,
     Session,
+    bulk_checkin,
     classify,
     clean_output,
+    command_of,
     credential_env,
     network_config,
     network_failure_text,
@@ -45,6 +45,7 @@ from reviews.gitenv import (
     run_with_deadline,
     scrub,
 )
+from reviews.worktree import WorktreeFiles
 from webhooks import netguard
 
 logger = logging.getLogger(__name__)
@@ -119,9 +120,7 @@ class WorkingCopy:
         self.policy = policy or RemotePolicy()
         self._session: Session | None = None
         self._unstaged: list[str] = []  # written or removed since the last commit
-        # Folders of the copy resolved (and created) since the last reset: a batch of 1,000
-        # approvals resolved the same folder 1,000 times (each resolve is a syscall a part).
-        self._folders: dict[str, Path] = {}
+        self.files = WorktreeFiles(path)
 
     @contextmanager
     def locked(self, *, wait: float = 0.0) -> Iterator[WorkingCopy]:
@@ -144,7 +143,7 @@ class WorkingCopy:
         env: dict[str, str] | None = None,
         stdin: bytes | None = None,
     ) -> str:
-        command = _command_of(args)
+        command = command_of(args)
         if mutating and self._session is None:
             raise LockNotHeld(f"git {command} needs the lock {self.lock_name}")
         if command in NETWORK_COMMANDS:
@@ -228,7 +227,7 @@ class WorkingCopy:
         self.path.mkdir(parents=True)
         self._run("init", "--quiet", mutating=True)
         self._run("remote", "add", "origin", self.remote_url, mutating=True)
-        self._folders.clear()
+        self.files.forget()
 
     def fetch(self) -> str:
         """Fetch the branch; return the remote head commit."""
@@ -242,7 +241,7 @@ class WorkingCopy:
         self._run("reset", "--quiet", "--hard", remote, mutating=True)
         self._run("clean", "-ffdxq", mutating=True)
         self._unstaged.clear()
-        self._folders.clear()  # the checkout may have replaced any folder (by a symlink too)
+        self.files.forget()  # the checkout may have replaced any folder (by a symlink too)
         return self.rev_parse("HEAD")
 
     def sync(self) -> str:
@@ -253,68 +252,28 @@ class WorkingCopy:
     def write_file(self, path: str, content: str) -> None:
         if not self.lock_held:
             raise LockNotHeld("writing the working copy needs the lock")
-        data = content.encode("utf-8")
-        target = self._plain_file(path)
-        if target is None or not _overwrite(target, data):
-            # a symlink or an odd name: resolved as a whole, and refused outside the copy
-            target = self._inside(path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+        self.files.write(path, content.encode("utf-8"))
         self._unstaged.append(path)
 
     def remove_file(self, path: str) -> None:
         if not self.lock_held:
             raise LockNotHeld("writing the working copy needs the lock")
-        target = self._plain_file(path, create=False)
-        if target is None or not target.is_file() or target.is_symlink():
-            target = self._inside(path)
-        if not target.is_file():
+        if not self.files.remove(path):
             raise GitError(f"git rm failed: {path} is not a file of the working copy")
-        target.unlink()
         self._unstaged.append(path)
-
-    def _plain_file(self, path: str, *, create: bool = True) -> Path | None:
-        """`path` under its folder resolved once per reset (created, and inside the copy),
-        or None for a name the folder cache cannot answer ("", ".", "..") or a missing folder
-        when `create` is false."""
-        folder, _, name = path.rpartition("/")
-        if name in ("", ".", ".."):
-            return None
-        parent = self._folders.get(folder)
-        if parent is None:
-            parent = self._inside(folder) if folder else self.path.resolve()
-            if create:
-                parent.mkdir(parents=True, exist_ok=True)
-            elif not parent.is_dir():
-                return None
-            self._folders[folder] = parent
-        return parent / name
 
     def _stage(self) -> None:
         """Stage every path written or removed in one `git update-index` reading the paths
         from stdin: one `git add` per file spent 20 s on 1,000 approvals, and `git add` with
-        500 pathspecs per call still 1 s (each pathspec is matched against every file).
-
-        The new blobs go into one pack instead of a loose object each (git's bulk check-in,
-        which takes every blob over `core.bigFileThreshold`; a file that a filter or an
-        end-of-line rule converts is still stored as before): 1,000 loose objects were 1,000
-        files and up to 256 folders created, 0.4-1.2 s of system time on this machine's
-        disk, where the pack took 0.1 s. Git before 2.37 would write a pack per blob: there
-        the blobs stay loose."""
+        500 pathspecs per call still 1 s (each pathspec is matched against every file). Its
+        new blobs go into one pack (git's bulk check-in; a file a filter converts is stored
+        as before): 1,000 loose objects took 0.4-1.2 s of system time here, the pack 0.1 s."""
         paths = list(dict.fromkeys(self._unstaged))
         if paths:
             listing = b"".join(path.encode("utf-8") + b"\0" for path in paths)
-            pack = ("-c", "core.bigFileThreshold=1") if _bulk_checkin() else ()
-            self._run(
-                *pack,
-                "update-index",
-                "--add",
-                "--remove",
-                "-z",
-                "--stdin",
-                mutating=True,
-                stdin=listing,
-            )
+            pack = ("-c", "core.bigFileThreshold=1") if bulk_checkin() else ()
+            stage = ("update-index", "--add", "--remove", "-z", "--stdin")
+            self._run(*pack, *stage, mutating=True, stdin=listing)
         self._unstaged.clear()
 
     def commit(self, *, message: str, author: tuple[str, str], committer: tuple[str, str]) -> str:
@@ -439,50 +398,3 @@ class WorkingCopy:
     def last_commit_time(self, path: str) -> datetime | None:
         output = self._run("log", "-1", "--format=%cI", "HEAD", "--", path, mutating=False).strip()
         return datetime.fromisoformat(output) if output else None
-
-    def _inside(self, path: str) -> Path:
-        target = (self.path / path).resolve()
-        target.relative_to(self.path.resolve())  # ValueError for a path escaping the copy
-        return target
-
-
-def _command_of(args: tuple[str, ...]) -> str:
-    """The git command of an argument list that may start with `-c name=value` pairs."""
-    at = 0
-    while at + 1 < len(args) and args[at] == "-c":
-        at += 2
-    return args[at] if at < len(args) else ""
-
-
-@functools.cache
-def _bulk_checkin() -> bool:
-    """Whether `git update-index` puts the blobs of one call into one pack (git 2.37 and
-    later wrap it in one object-database transaction)."""
-    try:
-        return tuple(gitpython.Git().version_info[:2]) >= (2, 37)
-    except (OSError, gitpython.GitError, ValueError):
-        return False
-
-
-_OVERWRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def _overwrite(target: Path, data: bytes) -> bool:
-    """Write `data` over the file in place, then cut it to its length: truncating first made
-    the file system free and allocate the blocks of every file again (an approval rewrites
-    two lines of a file of the same size). False, with nothing written, when `target` is a
-    symlink (the caller resolves it)."""
-    try:
-        fd = os.open(target, _OVERWRITE_FLAGS, 0o666)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return False
-        raise
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.ftruncate(fd, len(data))
-    finally:
-        os.close(fd)
-    return True

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 # again on re-import instead of being taken as known valid (Chunk.import_digest).
 CHUNK_RULES = b"memoryadmin chunk rules 2"  # 2: NUL/surrogates everywhere, UTC year range
 
-CARRIED = "import_carried_chunks"  # PostgreSQL: the chunks this run carried, until link_run
+CARRIED = "import_carried_chunks"  # PostgreSQL: the chunks a run carried, until link_run
 
 CHUNK_INSERT_COLUMNS = (
     "team_id",
@@ -311,20 +311,17 @@ class ChunkWriter:
         self._link_run(local, new)
 
     def _link_run(self, local: dict[str, int], inserted: set[str]) -> None:
-        """Record the chunks this import carried (and which it created) for its ImportRun:
-        PostgreSQL gathers them in a temporary table (no WAL, no index) and `link_run`
-        writes the run's rows in one statement at the end."""
+        """The chunks this run carried (and created): on PostgreSQL into a temporary table
+        (no WAL, no index), whose rows `link_run` writes for the ImportRun at the end."""
         run_id = self.ctx.run_id
         if run_id is None or not local:
             return
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor, connection.wrap_database_errors:
-                if not self.carried_table:
-                    cursor.execute(
-                        f"CREATE TEMP TABLE IF NOT EXISTS {CARRIED} "
-                        "(chunk_id bigint NOT NULL, inserted boolean NOT NULL) ON COMMIT DROP"
-                    )
-                    cursor.execute(f"TRUNCATE {CARRIED}")  # a run before in this transaction
+                if not self.carried_table:  # (TRUNCATE: a run before in this transaction)
+                    columns = "(chunk_id bigint NOT NULL, inserted boolean NOT NULL) ON COMMIT DROP"
+                    cursor.execute(f"CREATE TEMP TABLE IF NOT EXISTS {CARRIED} {columns}")
+                    cursor.execute(f"TRUNCATE {CARRIED}")
                     self.carried_table = True
                 with cursor.cursor.copy(f"COPY {CARRIED} (chunk_id, inserted) FROM STDIN") as copy:
                     for digest, pk in local.items():
@@ -333,26 +330,20 @@ class ChunkWriter:
         rows = [(run_id, pk, digest in inserted) for digest, pk in local.items()]
         table = connection.ops.quote_name(ImportedChunk._meta.db_table)
         with connection.cursor() as cursor:
-            cursor.executemany(
-                f"INSERT INTO {table} (run_id, chunk_id, inserted) VALUES (%s, %s, %s) "  # noqa: S608
-                "ON CONFLICT (run_id, chunk_id) DO NOTHING",
-                rows,
-            )
+            values = "(run_id, chunk_id, inserted) VALUES (%s, %s, %s)"
+            conflict = "ON CONFLICT (run_id, chunk_id) DO NOTHING"
+            cursor.executemany(f"INSERT INTO {table} {values} {conflict}", rows)
 
     def link_run(self) -> None:
-        """The run's ImportedChunk rows, one per chunk it carried (a chunk the bundle carries
-        twice is inserted when any of its records inserted it), in chunk order."""
+        """The run's ImportedChunk rows: one per chunk, inserted when any record inserted it."""
         if not self.carried_table:
             return
         self.carried_table = False
         table = connection.ops.quote_name(ImportedChunk._meta.db_table)
         with connection.cursor() as cursor:
-            cursor.execute(
-                f"INSERT INTO {table} (run_id, chunk_id, inserted) "  # noqa: S608
-                f"SELECT %s, chunk_id, bool_or(inserted) FROM {CARRIED} "
-                "GROUP BY chunk_id ORDER BY chunk_id",
-                [self.ctx.run_id],
-            )
+            rows = f"SELECT %s, chunk_id, bool_or(inserted) FROM {CARRIED} GROUP BY chunk_id"  # noqa: S608
+            sql = f"INSERT INTO {table} (run_id, chunk_id, inserted) {rows} ORDER BY chunk_id"
+            cursor.execute(sql, [self.ctx.run_id])
             cursor.execute(f"DROP TABLE {CARRIED}")
 
     def _json(self, value: Any) -> str:

@@ -80,7 +80,8 @@ def test_a_reset_forgets_the_folders_it_may_have_replaced(copy):
 def test_a_commit_of_many_files_packs_their_blobs_and_names_its_command(copy):
     import subprocess
 
-    from reviews.git import _bulk_checkin, _command_of
+    from reviews.gitenv import bulk_checkin as _bulk_checkin
+    from reviews.gitenv import command_of as _command_of
 
     def loose() -> int:
         counted = subprocess.run(
