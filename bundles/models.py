@@ -372,8 +372,15 @@ class ImportedChunk(models.Model):
     """A chunk an import carried: `inserted` when that import created it, else it was held
     already (a duplicate) — either way the import holds it, so undoing another keeps it."""
 
-    run = models.ForeignKey(ImportRun, on_delete=models.CASCADE, related_name="+")
-    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="+")
+    # No database constraints (checked row by row at commit: ~1 s of a 100k re-import) nor
+    # single-column indexes (the two below cover them); Django's CASCADE still deletes rows,
+    # and undo skips a row whose chunk went while its import ran (bundles/services/cleanup).
+    run = models.ForeignKey(
+        ImportRun, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
+    )
+    chunk = models.ForeignKey(
+        Chunk, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
+    )
     inserted = models.BooleanField(default=False)
 
     class Meta:

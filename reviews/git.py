@@ -34,8 +34,10 @@ from reviews.gitenv import (
     Credential,
     RemotePolicy,
     Session,
+    bulk_checkin,
     classify,
     clean_output,
+    command_of,
     credential_env,
     network_config,
     network_failure_text,
@@ -43,6 +45,7 @@ from reviews.gitenv import (
     run_with_deadline,
     scrub,
 )
+from reviews.worktree import WorktreeFiles
 from webhooks import netguard
 
 logger = logging.getLogger(__name__)
@@ -117,6 +120,7 @@ class WorkingCopy:
         self.policy = policy or RemotePolicy()
         self._session: Session | None = None
         self._unstaged: list[str] = []  # written or removed since the last commit
+        self.files = WorktreeFiles(path)
 
     @contextmanager
     def locked(self, *, wait: float = 0.0) -> Iterator[WorkingCopy]:
@@ -139,10 +143,11 @@ class WorkingCopy:
         env: dict[str, str] | None = None,
         stdin: bytes | None = None,
     ) -> str:
+        command = command_of(args)
         if mutating and self._session is None:
-            raise LockNotHeld(f"git {args[0]} needs the lock {self.lock_name}")
-        if args[0] in NETWORK_COMMANDS:
-            raise GitError(f"git {args[0]} must go through _run_network (the address guard)")
+            raise LockNotHeld(f"git {command} needs the lock {self.lock_name}")
+        if command in NETWORK_COMMANDS:
+            raise GitError(f"git {command} must go through _run_network (the address guard)")
         full_env = dict(self._session.env if self._session else read_only_env())
         full_env.update(env or {})
         secrets = self._session.secrets if self._session else []
@@ -161,10 +166,10 @@ class WorkingCopy:
                 clean_output(part, label)
                 for part, label in ((exc.stderr, "stderr"), (exc.stdout, "stdout"))
             ).strip()
-            message = scrub(f"git {args[0]} failed: {detail or exc.status}", secrets)
+            message = scrub(f"git {command} failed: {detail or exc.status}", secrets)
             raise git_error(message, detail=detail) from None
         except (OSError, gitpython.GitError) as exc:
-            raise GitError(scrub(f"git {args[0]} failed: {exc}", secrets)) from None
+            raise GitError(scrub(f"git {command} failed: {exc}", secrets)) from None
 
     def _run_network(self, *args: str) -> str:
         """fetch or push: guarded, pinned, no redirects, and killed at the deadline."""
@@ -222,6 +227,7 @@ class WorkingCopy:
         self.path.mkdir(parents=True)
         self._run("init", "--quiet", mutating=True)
         self._run("remote", "add", "origin", self.remote_url, mutating=True)
+        self.files.forget()
 
     def fetch(self) -> str:
         """Fetch the branch; return the remote head commit."""
@@ -235,6 +241,7 @@ class WorkingCopy:
         self._run("reset", "--quiet", "--hard", remote, mutating=True)
         self._run("clean", "-ffdxq", mutating=True)
         self._unstaged.clear()
+        self.files.forget()  # the checkout may have replaced any folder (by a symlink too)
         return self.rev_parse("HEAD")
 
     def sync(self) -> str:
@@ -245,30 +252,28 @@ class WorkingCopy:
     def write_file(self, path: str, content: str) -> None:
         if not self.lock_held:
             raise LockNotHeld("writing the working copy needs the lock")
-        target = self._inside(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content.encode("utf-8"))
+        self.files.write(path, content.encode("utf-8"))
         self._unstaged.append(path)
 
     def remove_file(self, path: str) -> None:
         if not self.lock_held:
             raise LockNotHeld("writing the working copy needs the lock")
-        target = self._inside(path)
-        if not target.is_file():
+        if not self.files.remove(path):
             raise GitError(f"git rm failed: {path} is not a file of the working copy")
-        target.unlink()
         self._unstaged.append(path)
 
     def _stage(self) -> None:
         """Stage every path written or removed in one `git update-index` reading the paths
         from stdin: one `git add` per file spent 20 s on 1,000 approvals, and `git add` with
-        500 pathspecs per call still 1 s (each pathspec is matched against every file)."""
+        500 pathspecs per call still 1 s (each pathspec is matched against every file). Its
+        new blobs go into one pack (git's bulk check-in; a file a filter converts is stored
+        as before): 1,000 loose objects took 0.4-1.2 s of system time here, the pack 0.1 s."""
         paths = list(dict.fromkeys(self._unstaged))
         if paths:
             listing = b"".join(path.encode("utf-8") + b"\0" for path in paths)
-            self._run(
-                "update-index", "--add", "--remove", "-z", "--stdin", mutating=True, stdin=listing
-            )
+            pack = ("-c", "core.bigFileThreshold=1") if bulk_checkin() else ()
+            stage = ("update-index", "--add", "--remove", "-z", "--stdin")
+            self._run(*pack, *stage, mutating=True, stdin=listing)
         self._unstaged.clear()
 
     def commit(self, *, message: str, author: tuple[str, str], committer: tuple[str, str]) -> str:
@@ -393,8 +398,3 @@ class WorkingCopy:
     def last_commit_time(self, path: str) -> datetime | None:
         output = self._run("log", "-1", "--format=%cI", "HEAD", "--", path, mutating=False).strip()
         return datetime.fromisoformat(output) if output else None
-
-    def _inside(self, path: str) -> Path:
-        target = (self.path / path).resolve()
-        target.relative_to(self.path.resolve())  # ValueError for a path escaping the copy
-        return target

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import os
 import re
 import shlex
@@ -247,3 +248,24 @@ def read_only_env() -> dict[str, str]:
         "GIT_CONFIG_KEY_0": "core.quotePath",
         "GIT_CONFIG_VALUE_0": "false",
     }
+
+
+def command_of(args: tuple[str, ...]) -> str:
+    """The git command of an argument list that may start with `-c name=value` pairs."""
+    at = 0
+    while at + 1 < len(args) and args[at] == "-c":
+        at += 2
+    return args[at] if at < len(args) else ""
+
+
+@functools.cache
+def bulk_checkin() -> bool:
+    """Whether `git update-index` puts the blobs of one call into one pack: git 2.37 and
+    later wrap it in one object-database transaction (before, each blob over
+    `core.bigFileThreshold` would get a pack of its own)."""
+    try:
+        done = subprocess.run(["git", "version"], capture_output=True, text=True, timeout=30)
+        found = re.search(r"(\d+)\.(\d+)", done.stdout)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return found is not None and (int(found[1]), int(found[2])) >= (2, 37)

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 # again on re-import instead of being taken as known valid (Chunk.import_digest).
 CHUNK_RULES = b"memoryadmin chunk rules 2"  # 2: NUL/surrogates everywhere, UTC year range
 
+CARRIED = "import_carried_chunks"  # PostgreSQL: the chunks a run carried, until link_run
+
 CHUNK_INSERT_COLUMNS = (
     "team_id",
     *CHUNK_RECORD_COLUMNS,
@@ -95,6 +97,7 @@ class ChunkWriter:
         self.claimed_provenance = 0
         self.embeddings = {"kept": 0, "foreign_kept": 0, "dropped_option": 0, "dropped_model": 0}
         self.adopted = False
+        self.carried_table = False  # PostgreSQL: the carried chunks wait in CARRIED
 
     def write(self, records: Iterator[tuple[int, Any, bytes]]) -> None:
         """Batches of (index, record, record digest). The encoded record is not kept: orjson's
@@ -297,33 +300,51 @@ class ChunkWriter:
         self.planner.analyze_while_growing(len(new_rows))
         if len(local) < len(by_hash):  # SQLite, or rows a concurrent import inserted first
             local.update(self._held({digest for digest in by_hash if digest not in local}))
-        for _, record, _ in batch:
-            if record.id is not None and record.content_hash in local:
-                self.ctx.chunk_ids[record.id] = local[record.content_hash]
+        self.ctx.chunk_ids.update(
+            {
+                record.id: local[record.content_hash]
+                for _, record, _ in batch
+                if record.id is not None and record.content_hash in local
+            }
+        )
         new = set(inserted) if inserted is not None else {digest for digest, _ in outcomes}
         self._link_run(local, new)
 
     def _link_run(self, local: dict[str, int], inserted: set[str]) -> None:
-        """Record the chunks this import carried (and which it created) on its ImportRun."""
+        """The chunks this run carried (and created): on PostgreSQL into a temporary table
+        (no WAL, no index), whose rows `link_run` writes for the ImportRun at the end."""
         run_id = self.ctx.run_id
         if run_id is None or not local:
             return
-        rows = [(run_id, pk, digest in inserted) for digest, pk in local.items()]
         if connection.vendor == "postgresql":
-            copy_rows(
-                ImportedChunk,
-                ("run_id", "chunk_id", "inserted"),
-                rows,
-                conflict="ON CONFLICT (run_id, chunk_id) DO NOTHING",
-            )
+            with connection.cursor() as cursor, connection.wrap_database_errors:
+                if not self.carried_table:  # (TRUNCATE: a run before in this transaction)
+                    columns = "(chunk_id bigint NOT NULL, inserted boolean NOT NULL) ON COMMIT DROP"
+                    cursor.execute(f"CREATE TEMP TABLE IF NOT EXISTS {CARRIED} {columns}")
+                    cursor.execute(f"TRUNCATE {CARRIED}")
+                    self.carried_table = True
+                with cursor.cursor.copy(f"COPY {CARRIED} (chunk_id, inserted) FROM STDIN") as copy:
+                    for digest, pk in local.items():
+                        copy.write_row((pk, digest in inserted))
             return
+        rows = [(run_id, pk, digest in inserted) for digest, pk in local.items()]
         table = connection.ops.quote_name(ImportedChunk._meta.db_table)
         with connection.cursor() as cursor:
-            cursor.executemany(
-                f"INSERT INTO {table} (run_id, chunk_id, inserted) VALUES (%s, %s, %s) "  # noqa: S608
-                "ON CONFLICT (run_id, chunk_id) DO NOTHING",
-                rows,
-            )
+            values = "(run_id, chunk_id, inserted) VALUES (%s, %s, %s)"
+            conflict = "ON CONFLICT (run_id, chunk_id) DO NOTHING"
+            cursor.executemany(f"INSERT INTO {table} {values} {conflict}", rows)
+
+    def link_run(self) -> None:
+        """The run's ImportedChunk rows: one per chunk, inserted when any record inserted it."""
+        if not self.carried_table:
+            return
+        self.carried_table = False
+        table = connection.ops.quote_name(ImportedChunk._meta.db_table)
+        with connection.cursor() as cursor:
+            rows = f"SELECT %s, chunk_id, bool_or(inserted) FROM {CARRIED} GROUP BY chunk_id"  # noqa: S608
+            sql = f"INSERT INTO {table} (run_id, chunk_id, inserted) {rows} ORDER BY chunk_id"
+            cursor.execute(sql, [self.ctx.run_id])
+            cursor.execute(f"DROP TABLE {CARRIED}")
 
     def _json(self, value: Any) -> str:
         """JSON text for a jsonb/JSON column (COPY and SQLite take it as it is)."""

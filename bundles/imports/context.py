@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from bundles.imports.idmap import ChunkIdMap
 from bundles.imports.report import ImportReport
 from bundles.models import BrainSettings
 from formats import memoryai as protocol
@@ -31,7 +32,8 @@ class ImportOptions:
 
 @dataclass
 class ImportContext:
-    """One import run inside one transaction. Keeps only the producer-id → local-id map."""
+    """One import run inside one transaction. Keeps only the producer-id → local-id map
+    (in a temporary table past `idmap.SPILL_AFTER` chunks)."""
 
     team: Team
     actor: Actor
@@ -42,7 +44,7 @@ class ImportContext:
     settings: BrainSettings  # the team's brain settings, locked for the run
     run_id: int | None = None  # this import's ImportRun (what an undo takes back)
     progress: Progress | None = None
-    chunk_ids: dict[int, int] = field(default_factory=dict)
+    chunk_ids: ChunkIdMap = field(default_factory=ChunkIdMap)
     done: int = 0
     total: int = 0
 

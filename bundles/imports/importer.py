@@ -103,6 +103,8 @@ class Importer:
     def finish(self, checksum: protocol.StreamingChecksum) -> dict[str, Any]:
         report = self.ctx.report
         report.section = None
+        self.ctx.chunk_ids.close()  # every edge is in
+        self.chunks.link_run()
         self.planner.analyze_at_end()
         self._finish_checksum(checksum)
         self._finish_embeddings()

@@ -59,17 +59,40 @@ class _CounterWriter:
 class EdgeWriter(_CounterWriter):
     section, column = "memory_edges", "co_activation_count"
 
+    def __init__(self, ctx: ImportContext) -> None:
+        super().__init__(ctx)
+        self.merged: dict[tuple[int, int, str], list[Any]] = {}  # the edges of the next upsert
+
     def write(self, records: Iterator[tuple[int, Any]]) -> None:
-        ctx = self.ctx
-        counts = ctx.report.counts["memory_edges"]
-        merged: dict[tuple[int, int, str], list[Any]] = {}
+        """Validated a batch at a time, whose chunk ends are looked up together (the id map
+        may be a table: `bundles.imports.idmap`)."""
+        counts = self.ctx.report.counts["memory_edges"]
+        pending: list[tuple[int, EdgeRecord]] = []
         for index, raw in records:
-            record: EdgeRecord | None = ctx.validate("memory_edges", index, raw)
+            record: EdgeRecord | None = self.ctx.validate("memory_edges", index, raw)
             if record is None:
                 counts["skipped"] += 1
                 continue
-            source = ctx.chunk_ids.get(record.chunk_a)
-            target = ctx.chunk_ids.get(record.chunk_b)
+            pending.append((index, record))
+            if len(pending) >= context.BATCH:
+                self._merge(pending)
+                pending = []
+        self._merge(pending)
+        if self.merged:
+            self._upsert_edges(self.merged)
+        self.merged = {}
+        self._warn_saturated()
+
+    def _merge(self, pending: list[tuple[int, EdgeRecord]]) -> None:
+        ctx = self.ctx
+        counts = ctx.report.counts["memory_edges"]
+        ids = ctx.chunk_ids.look_up(
+            end for _, record in pending for end in (record.chunk_a, record.chunk_b)
+        )
+        merged = self.merged
+        for index, record in pending:
+            source = ids.get(record.chunk_a)
+            target = ids.get(record.chunk_b)
             if source is None or target is None:
                 counts["skipped"] += 1
                 ctx.report.warn(
@@ -93,10 +116,7 @@ class EdgeWriter(_CounterWriter):
             counts["upserted"] += 1
             if len(merged) >= context.BATCH:
                 self._upsert_edges(merged)
-                merged = {}
-        if merged:
-            self._upsert_edges(merged)
-        self._warn_saturated()
+                merged = self.merged = {}
 
     def _upsert_edges(self, merged: dict[tuple[int, int, str], list[Any]]) -> None:
         team_id, now = self.ctx.team.pk, self.ctx.now

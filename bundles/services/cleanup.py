@@ -144,7 +144,11 @@ def import_undo_plan(run: ImportRun) -> UndoPlan:
     created = _created(run)
     live = created.filter(is_deleted=False)
     removable = _removable(run)
-    carried, inserted = ImportedChunk.objects.filter(run=run).count(), created.count()
+    # the chunks still there (a chunk deleted while the import ran may leave a row behind)
+    carried = Chunk.objects.filter(
+        team_id=run.team_id, pk__in=ImportedChunk.objects.filter(run=run).values("chunk_id")
+    ).count()
+    inserted = created.count()
     return UndoPlan(
         carried=carried,
         inserted=inserted,

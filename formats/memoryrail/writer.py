@@ -25,8 +25,11 @@ class WriteError(ValueError):
     """A value that cannot be written as a MemoryRail front matter value."""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _string(text: str) -> str:
-    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in text):
+    if not text.isascii() and _SURROGATE.search(text):
         raise WriteError("text contains a lone surrogate, which UTF-8 cannot hold")
     encoded = json.dumps(text, ensure_ascii=False)
     return _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)

@@ -12,7 +12,7 @@ import pytest
 from bundles.imports import bundle_import, bundle_import_file, context
 from bundles.imports.context import ImportContext
 from bundles.mirrored import PROVENANCE_KEY
-from bundles.models import Chunk, MemoryEdge
+from bundles.models import Chunk, ImportedChunk, ImportRun, MemoryEdge
 from memoryadmin.audit import Actor
 from tests.bundles.helpers import chunk, embedding, make_bundle, sample_bundle
 
@@ -130,3 +130,35 @@ def test_it_counts_duplicates_across_batches_of_an_empty_team(tmp_path, team, mo
     edge = MemoryEdge.objects.select_related("source").get(team=team)
     assert edge.source.content == "one"  # id 4 maps to the row chunk 1 inserted
     assert not [w for w in report["warnings"] if "embeddings" in w]
+
+
+@pytest.mark.parametrize("via", ["file", "memory"])
+def test_the_run_carries_each_chunk_once_across_batches(tmp_path, team, monkeypatch, via):
+    """A chunk two batches carry (inserted by the first, held by the second) is one of the
+    run's ImportedChunk rows, as inserted; a chunk held before the run is carried, not
+    inserted."""
+    monkeypatch.setattr(context, "BATCH", 2)
+    _import(team, _write(tmp_path / "before.json", make_bundle(chunks=[chunk(9, "held")])))
+    bundle = make_bundle(
+        chunks=[
+            chunk(1, "one"),
+            chunk(2, "held"),
+            chunk(3, "three"),
+            chunk(4, "one"),  # a later batch repeats chunk 1
+            chunk(5, "held"),  # and the held chunk
+        ]
+    )
+    if via == "file":
+        report = _import(team, _write(tmp_path / "b.json", bundle))
+    else:
+        report = bundle_import(team=team, actor=Actor.system(), bundle=bundle)["report"]
+    assert report["chunks"] == {"inserted": 2, "skipped_duplicate": 3, "skipped_invalid": 0}
+    run = ImportRun.objects.filter(team=team).order_by("-id").first()
+    carried = {
+        content: inserted
+        for content, inserted in ImportedChunk.objects.filter(run=run).values_list(
+            "chunk__content", "inserted"
+        )
+    }
+    assert carried == {"one": True, "three": True, "held": False}
+    assert ImportedChunk.objects.filter(run=run).count() == 3
