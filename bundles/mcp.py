@@ -134,14 +134,22 @@ TOOLS: dict[str, Tool] = {
 
 @dataclass(frozen=True)
 class Caller:
+    """Who calls, and the tools their token's scopes allow: decided once per request, in the
+    view, so listing and calling tools need no thread hop to ask again."""
+
     token: ApiToken
+    allowed: frozenset[str]
+
+    @classmethod
+    def of(cls, token: ApiToken) -> Caller:
+        return cls(
+            token=token,
+            allowed=frozenset(n for n, t in TOOLS.items() if token_has_scope(token, t.scope)),
+        )
 
     @property
     def actor(self) -> Actor:
         return Actor(token=self.token)
-
-    def may(self, scope: str) -> bool:
-        return token_has_scope(self.token, scope)
 
 
 CALLER: contextvars.ContextVar[Caller] = contextvars.ContextVar("memoryadmin_mcp_caller")
@@ -201,8 +209,7 @@ def _error(code: str, message: str, details: Any = None) -> types.CallToolResult
 
 
 async def _list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-    caller = CALLER.get()
-    allowed = await sync_to_async(lambda: [n for n, t in TOOLS.items() if caller.may(t.scope)])()
+    allowed = [name for name in TOOLS if name in CALLER.get().allowed]
     return types.ListToolsResult(
         tools=[
             types.Tool(
@@ -218,7 +225,7 @@ async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Cal
     tool = TOOLS.get(params.name)
     if tool is None:
         return _error("tool-unknown", f"No tool named {params.name!r}.")
-    if not await sync_to_async(caller.may)(tool.scope):
+    if params.name not in caller.allowed:
         return _error(
             "insufficient-scope",
             f"This token lacks the '{tool.scope}' scope.",
@@ -338,8 +345,8 @@ def mcp_view(request: HttpRequest) -> HttpResponse:
     if authenticated is None:
         return _unauthorized("not-authenticated", "Send a team API token as a Bearer token.")
     token = authenticated[1]
-    caller = Caller(token=token)
-    if not any(caller.may(t.scope) for t in TOOLS.values()):
+    caller = Caller.of(token)
+    if not caller.allowed:
         return _unauthorized(
             "insufficient-scope",
             "This token has none of the scopes the MCP tools need (context:read, reviews:propose).",
