@@ -5,21 +5,27 @@ Built on the official MCP Python SDK (`mcp`): its low-level `Server` answers the
 held in a process between requests, so any number of gunicorn processes and machines serve it.
 
 Django serves the endpoint as a plain view under WSGI (gunicorn, runserver) and ASGI alike: the
-view checks the bearer token, then hands the request to the SDK's ASGI app with asgiref's
-`async_to_sync`. The tools run the services with `sync_to_async` (thread-sensitive), so the ORM
-runs on the request's own thread and database connection.
+view checks the bearer token, then hands the request to the SDK's ASGI app on the process's one
+event loop thread (started on first use; asgiref's `async_to_sync` would start a new loop in a
+new thread for every request). While the SDK handles it, the request thread waits for the tool
+calls the SDK hands back and runs them itself (`RequestThread`), so the ORM runs on the
+request's own thread and database connection, as it would under `sync_to_async`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import json
-from dataclasses import dataclass
+import os
+import queue
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import mcp_types as types
-from asgiref.sync import async_to_sync, sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.lowlevel.server import Server
@@ -132,13 +138,41 @@ TOOLS: dict[str, Tool] = {
 }
 
 
+class RequestThread:
+    """Work the event loop hands back to the request's thread: `call` (from the loop) queues a
+    function and returns a future; `run_until` (on the request thread) runs what is queued
+    until the request's own future is done."""
+
+    def __init__(self) -> None:
+        self._work: queue.SimpleQueue[tuple[Any, tuple, Future] | None] = queue.SimpleQueue()
+
+    def call(self, function: Any, *args: Any) -> Future:
+        future: Future = Future()
+        self._work.put((function, args, future))
+        return future
+
+    def run_until(self, done: Future) -> Any:
+        done.add_done_callback(lambda _: self._work.put(None))
+        while (item := self._work.get()) is not None:
+            function, args, future = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(function(*args))
+            except BaseException as exc:  # handed to the awaiting tool call
+                future.set_exception(exc)
+        return done.result()
+
+
 @dataclass(frozen=True)
 class Caller:
     """Who calls, and the tools their token's scopes allow: decided once per request, in the
-    view, so listing and calling tools need no thread hop to ask again."""
+    view, so listing and calling tools need no thread hop to ask again; `thread` runs the
+    tools on the request's thread."""
 
     token: ApiToken
     allowed: frozenset[str]
+    thread: RequestThread = field(default_factory=RequestThread, compare=False)
 
     @classmethod
     def of(cls, token: ApiToken) -> Caller:
@@ -235,12 +269,14 @@ async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Cal
     if not isinstance(arguments, dict):
         return _error("arguments-invalid", "Tool arguments are a JSON object.")
     try:
-        result = await sync_to_async(run_tool)(caller, params.name, arguments)
+        result = await asyncio.wrap_future(
+            caller.thread.call(run_tool, caller, params.name, arguments)
+        )
     except AgentError as exc:
         return _error(exc.code, exc.message, exc.details)
+    text = json.dumps(result, default=str)  # once: the text and the structured content
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(result, default=str))],
-        structured_content=json.loads(json.dumps(result, default=str)),
+        content=[types.TextContent(type="text", text=text)], structured_content=json.loads(text)
     )
 
 
@@ -289,6 +325,34 @@ async def _serve(scope: dict[str, Any], body: bytes, caller: Caller) -> tuple[in
         finally:
             done.set()
     return status, headers, b"".join(chunks)
+
+
+class _Loop:
+    """The process's event loop for MCP requests, on a daemon thread started on first use
+    (again in a forked child: a thread does not survive fork)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pid = 0
+
+    def get(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._pid != os.getpid():
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name="mcp-loop", daemon=True)
+                thread.start()
+                self._loop, self._pid = loop, os.getpid()
+            return self._loop
+
+
+LOOP = _Loop()
+
+
+def serve(scope: dict[str, Any], body: bytes, caller: Caller) -> tuple[int, list, bytes]:
+    """One request through the SDK on the process's loop; this thread runs its tool calls."""
+    done = asyncio.run_coroutine_threadsafe(_serve(scope, body, caller), LOOP.get())
+    return caller.thread.run_until(done)
 
 
 def _asgi_scope(request: HttpRequest) -> dict[str, Any]:
@@ -354,7 +418,7 @@ def mcp_view(request: HttpRequest) -> HttpResponse:
         )
     if len(request.body) > MAX_BODY_BYTES:
         return _unauthorized("body-too-large", "The request body is too large.", status=413)
-    status, headers, body = async_to_sync(_serve)(_asgi_scope(request), request.body, caller)
+    status, headers, body = serve(_asgi_scope(request), request.body, caller)
     response = HttpResponse(body, status=status)
     for name, value in headers:
         key = name.decode("latin-1")
