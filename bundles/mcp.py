@@ -17,10 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
-import os
-import queue
-import threading
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +35,7 @@ from bundles.agents.precheck import precheck
 from bundles.agents.proposals import propose_memory
 from bundles.agents.readmodel import agent_read_record, result_refs
 from bundles.agents.search import search_memory
+from bundles.mcp_loop import EventLoopThread, RequestThread
 from memoryadmin.audit import Actor
 from memoryadmin.authentication import BearerTokenAuthentication
 from memoryadmin.models import ApiToken, Scope
@@ -136,32 +133,6 @@ TOOLS: dict[str, Tool] = {
         },
     ),
 }
-
-
-class RequestThread:
-    """Work the event loop hands back to the request's thread: `call` (from the loop) queues a
-    function and returns a future; `run_until` (on the request thread) runs what is queued
-    until the request's own future is done."""
-
-    def __init__(self) -> None:
-        self._work: queue.SimpleQueue[tuple[Any, tuple, Future] | None] = queue.SimpleQueue()
-
-    def call(self, function: Any, *args: Any) -> Future:
-        future: Future = Future()
-        self._work.put((function, args, future))
-        return future
-
-    def run_until(self, done: Future) -> Any:
-        done.add_done_callback(lambda _: self._work.put(None))
-        while (item := self._work.get()) is not None:
-            function, args, future = item
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(function(*args))
-            except BaseException as exc:  # handed to the awaiting tool call
-                future.set_exception(exc)
-        return done.result()
 
 
 @dataclass(frozen=True)
@@ -327,26 +298,7 @@ async def _serve(scope: dict[str, Any], body: bytes, caller: Caller) -> tuple[in
     return status, headers, b"".join(chunks)
 
 
-class _Loop:
-    """The process's event loop for MCP requests, on a daemon thread started on first use
-    (again in a forked child: a thread does not survive fork)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._pid = 0
-
-    def get(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._loop is None or self._pid != os.getpid():
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(target=loop.run_forever, name="mcp-loop", daemon=True)
-                thread.start()
-                self._loop, self._pid = loop, os.getpid()
-            return self._loop
-
-
-LOOP = _Loop()
+LOOP = EventLoopThread()
 
 
 def serve(scope: dict[str, Any], body: bytes, caller: Caller) -> tuple[int, list, bytes]:
