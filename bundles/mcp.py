@@ -5,21 +5,23 @@ Built on the official MCP Python SDK (`mcp`): its low-level `Server` answers the
 held in a process between requests, so any number of gunicorn processes and machines serve it.
 
 Django serves the endpoint as a plain view under WSGI (gunicorn, runserver) and ASGI alike: the
-view checks the bearer token, then hands the request to the SDK's ASGI app with asgiref's
-`async_to_sync`. The tools run the services with `sync_to_async` (thread-sensitive), so the ORM
-runs on the request's own thread and database connection.
+view checks the bearer token, then hands the request to the SDK's ASGI app on the process's one
+event loop thread (started on first use; asgiref's `async_to_sync` would start a new loop in a
+new thread for every request). While the SDK handles it, the request thread waits for the tool
+calls the SDK hands back and runs them itself (`RequestThread`), so the ORM runs on the
+request's own thread and database connection, as it would under `sync_to_async`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import mcp_types as types
-from asgiref.sync import async_to_sync, sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.lowlevel.server import Server
@@ -33,6 +35,7 @@ from bundles.agents.precheck import precheck
 from bundles.agents.proposals import propose_memory
 from bundles.agents.readmodel import agent_read_record, result_refs
 from bundles.agents.search import search_memory
+from bundles.mcp_loop import EventLoopThread, RequestThread
 from memoryadmin.audit import Actor
 from memoryadmin.authentication import BearerTokenAuthentication
 from memoryadmin.models import ApiToken, Scope
@@ -134,14 +137,24 @@ TOOLS: dict[str, Tool] = {
 
 @dataclass(frozen=True)
 class Caller:
+    """Who calls, and the tools their token's scopes allow: decided once per request, in the
+    view, so listing and calling tools need no thread hop to ask again; `thread` runs the
+    tools on the request's thread."""
+
     token: ApiToken
+    allowed: frozenset[str]
+    thread: RequestThread = field(default_factory=RequestThread, compare=False)
+
+    @classmethod
+    def of(cls, token: ApiToken) -> Caller:
+        return cls(
+            token=token,
+            allowed=frozenset(n for n, t in TOOLS.items() if token_has_scope(token, t.scope)),
+        )
 
     @property
     def actor(self) -> Actor:
         return Actor(token=self.token)
-
-    def may(self, scope: str) -> bool:
-        return token_has_scope(self.token, scope)
 
 
 CALLER: contextvars.ContextVar[Caller] = contextvars.ContextVar("memoryadmin_mcp_caller")
@@ -201,8 +214,7 @@ def _error(code: str, message: str, details: Any = None) -> types.CallToolResult
 
 
 async def _list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-    caller = CALLER.get()
-    allowed = await sync_to_async(lambda: [n for n, t in TOOLS.items() if caller.may(t.scope)])()
+    allowed = [name for name in TOOLS if name in CALLER.get().allowed]
     return types.ListToolsResult(
         tools=[
             types.Tool(
@@ -218,7 +230,7 @@ async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Cal
     tool = TOOLS.get(params.name)
     if tool is None:
         return _error("tool-unknown", f"No tool named {params.name!r}.")
-    if not await sync_to_async(caller.may)(tool.scope):
+    if params.name not in caller.allowed:
         return _error(
             "insufficient-scope",
             f"This token lacks the '{tool.scope}' scope.",
@@ -228,12 +240,14 @@ async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Cal
     if not isinstance(arguments, dict):
         return _error("arguments-invalid", "Tool arguments are a JSON object.")
     try:
-        result = await sync_to_async(run_tool)(caller, params.name, arguments)
+        result = await asyncio.wrap_future(
+            caller.thread.call(run_tool, caller, params.name, arguments)
+        )
     except AgentError as exc:
         return _error(exc.code, exc.message, exc.details)
+    text = json.dumps(result, default=str)  # once: the text and the structured content
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(result, default=str))],
-        structured_content=json.loads(json.dumps(result, default=str)),
+        content=[types.TextContent(type="text", text=text)], structured_content=json.loads(text)
     )
 
 
@@ -282,6 +296,15 @@ async def _serve(scope: dict[str, Any], body: bytes, caller: Caller) -> tuple[in
         finally:
             done.set()
     return status, headers, b"".join(chunks)
+
+
+LOOP = EventLoopThread()
+
+
+def serve(scope: dict[str, Any], body: bytes, caller: Caller) -> tuple[int, list, bytes]:
+    """One request through the SDK on the process's loop; this thread runs its tool calls."""
+    done = asyncio.run_coroutine_threadsafe(_serve(scope, body, caller), LOOP.get())
+    return caller.thread.run_until(done)
 
 
 def _asgi_scope(request: HttpRequest) -> dict[str, Any]:
@@ -338,8 +361,8 @@ def mcp_view(request: HttpRequest) -> HttpResponse:
     if authenticated is None:
         return _unauthorized("not-authenticated", "Send a team API token as a Bearer token.")
     token = authenticated[1]
-    caller = Caller(token=token)
-    if not any(caller.may(t.scope) for t in TOOLS.values()):
+    caller = Caller.of(token)
+    if not caller.allowed:
         return _unauthorized(
             "insufficient-scope",
             "This token has none of the scopes the MCP tools need (context:read, reviews:propose).",
@@ -347,7 +370,7 @@ def mcp_view(request: HttpRequest) -> HttpResponse:
         )
     if len(request.body) > MAX_BODY_BYTES:
         return _unauthorized("body-too-large", "The request body is too large.", status=413)
-    status, headers, body = async_to_sync(_serve)(_asgi_scope(request), request.body, caller)
+    status, headers, body = serve(_asgi_scope(request), request.body, caller)
     response = HttpResponse(body, status=status)
     for name, value in headers:
         key = name.decode("latin-1")

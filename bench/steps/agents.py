@@ -100,53 +100,44 @@ def _search_sql(team: Any, query: str) -> Any:
     return matched.order_by("-keyword_score", "-id").values_list("id", "keyword_score")[:50]
 
 
-def _precheck_sql(team: Any, body: dict[str, Any]) -> list[Any]:
-    """The statements that give precheck's answer, with the parameters the service sends:
-    on PostgreSQL the plan's text match with its chunks' repository refs (one statement), the
-    answer's rows (link match, pinned key and the text hits in one statement, with the shared-
-    ref count), and the approvals of the memories that apply (the provenance). The read log's
-    write is left out: the baseline is the read alone, so the ratio includes the audit.
-    Elsewhere: the narrow link read and the text match (the SQLite service sends two more)."""
+def _precheck_sql(team: Any, body: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The statements that give precheck's answer, with the parameters the service sends: on
+    PostgreSQL the one statement of bundles.agents.precheck_sql (the plan's text match with its
+    chunks' repository refs, the answer's rows — link match, pinned key and text hits —, the
+    shared-ref count and the provenance). The read log's write is left out: the baseline is the
+    read alone, so the ratio includes the audit. Elsewhere: the narrow link read and the text
+    match (the SQLite service sends more)."""
     import posixpath
 
     from django.db import connection
     from django.utils import timezone
 
     from bundles.agents import precheck as module
+    from bundles.agents import precheck_sql
     from bundles.agents.ranking import any_word_query, keyword_match
-    from reviews.models import DecisionItem, DecisionKind, PushState
 
     now = timezone.now()
     paths = [posixpath.normpath(p) for p in body.get("paths") or []]
+    if connection.vendor == "postgresql":
+        query = module._plan_query(str(body.get("plan") or ""))
+        sql = precheck_sql.statement(text=bool(query), paths=bool(paths), repository=False)
+        params = {
+            "team": team.pk,
+            "now": now,
+            "query": query,
+            "depth": module.TEXT_DEPTH,
+            "paths": module.path_ancestors(paths),
+            "repository": None,
+        }
+        return [(sql, params)]
     query = any_word_query(str(body.get("plan") or ""))
     chunks = module.text_chunks(team, None, now)
-    if connection.vendor != "postgresql":
-        statements = [module.linked_memories(team, None, paths)]
-        matched = keyword_match(chunks, query) if query else None
-        if matched is not None:
-            ranked = matched.order_by("-keyword_score", "-id")
-            statements.append(ranked.values_list("id", "keyword_score")[: module.TEXT_DEPTH])
-        return statements
-    statements = []
-    hits: dict[tuple[int, str], float] = {}
-    if query:
-        statements.append(module.ranked_with_refs(chunks, query, module.TEXT_DEPTH))
-        hits = module._text_hits(team, str(body["plan"]), None, now)
-    statements.append(module.candidate_rows(team, None, paths, hits))
-    answer = module.precheck(team=team, plan=body.get("plan"), paths=body.get("paths"))
-    keys = [m["id"] for m in answer["memories"]]
-    if keys:  # reviews.selectors.memory_provenance's statement (one repository here)
-        statements.append(
-            DecisionItem.objects.filter(
-                decision__repository_id=answer["memories"][0]["provenance"]["repository_id"],
-                decision__kind=DecisionKind.APPROVE,
-                decision__state=PushState.PUSHED,
-                memory_key__in=keys,
-            )
-            .order_by("decision_id")
-            .values_list("memory_key", "decision__actor_label", "decision__commit_sha")
-        )
-    return statements
+    statements = [module.linked_memories(team, None, paths)]
+    matched = keyword_match(chunks, query) if query else None
+    if matched is not None:
+        ranked = matched.order_by("-keyword_score", "-id")
+        statements.append(ranked.values_list("id", "keyword_score")[: module.TEXT_DEPTH])
+    return _compiled(statements)
 
 
 def _compiled(querysets: list[Any]) -> list[tuple[str, tuple]]:
@@ -219,7 +210,7 @@ def agents_sql(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
     team = _team(args["team"])
     plans = {
         "search": [_compiled([_search_sql(team, q)]) for q in args["queries"]],
-        "precheck": [_compiled(_precheck_sql(team, body)) for body in args["bodies"]],
+        "precheck": [_precheck_sql(team, body) for body in args["bodies"]],
     }
     model_dim = searchable_model(team) if args.get("hybrid_queries") else None
     vectors: list[Any] = []

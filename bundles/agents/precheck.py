@@ -21,8 +21,9 @@ from django.db.models import BooleanField, Count, Exists, OuterRef, Q, QuerySet,
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
+from bundles.agents import precheck_sql
 from bundles.agents.errors import AgentError
-from bundles.agents.ranking import any_word_query, keyword_hits, keyword_match
+from bundles.agents.ranking import any_word_query, has_word, keyword_hits
 from bundles.agents.readmodel import clean_list, clean_text, team_repository
 from bundles.context import UNTRUSTED_NOTE
 from bundles.models import ChunkOrigin
@@ -185,9 +186,17 @@ def precheck(
     if not plan and not paths:
         raise AgentError(400, "plan-required", "Give a plan, paths, or both.")
     repo = team_repository(team, repository)
-    hits = _text_hits(team, plan, repo, now) if plan else {}
-    candidates = list(candidate_rows(team, repo, paths, hits))
-    # The rule, in Python, decides every row the SQL narrowed to.
+    candidates, hits = precheck_candidates(
+        team, repo, plan, paths, now, raw=connection.vendor == "postgresql"
+    )
+    return precheck_answer(candidates, hits, plan, paths)
+
+
+def precheck_answer(
+    candidates: list[Any], hits: dict[tuple[int, str], float], plan: str, paths: list[str]
+) -> dict[str, Any]:
+    """The rule, in Python, decides every row the SQL narrowed to: why each applies, the
+    order, the answer."""
     why: dict[int, list[dict[str, Any]]] = {}
     for memory in candidates:
         reasons: list[dict[str, Any]] = []
@@ -213,14 +222,8 @@ def precheck(
         text_score[memory.pk] = score
     applying = [m for m in candidates if m.pk in why]
     applying.sort(key=lambda m: _order(m, why[m.pk], text_score.get(m.pk, 0.0)))
-    provenance: dict[tuple[int, str], dict[str, Any]] = {}
-    groups: dict[int, list[Memory]] = {}
-    for memory in applying:
-        groups.setdefault(memory.repository_id, []).append(memory)
-    for group in groups.values():
-        for key, value in memory_provenance(group[0].repository, group).items():
-            provenance[(group[0].repository_id, key)] = value
-    items = [_item(m, why[m.pk], provenance[(m.repository_id, m.memory_id)]) for m in applying]
+    provenance = _provenance(applying)
+    items = [_item(m, why[m.pk], *provenance[n]) for n, m in enumerate(applying)]
     return {
         "note": UNTRUSTED_NOTE,
         "instruction": INSTRUCTION,
@@ -230,7 +233,55 @@ def precheck(
     }
 
 
-def _item(memory: Memory, why: list[dict[str, Any]], provenance: dict[str, Any]) -> dict[str, Any]:
+def precheck_candidates(
+    team: Team,
+    repo: Repository | None,
+    plan: str,
+    paths: list[str],
+    now: datetime,
+    *,
+    raw: bool,
+) -> tuple[list[Any], dict[tuple[int, str], float]]:
+    """The rows the rule decides, and the plan's text hits ((repository id, memory id) ->
+    score, best first). `raw` (PostgreSQL): precheck_sql's one prepared statement, the
+    provenance folded into the rows. Otherwise the ORM's statements (what SQLite runs; on
+    PostgreSQL the test that compares the two runs them too)."""
+    if not raw:
+        hits = _text_hits(team, plan, repo, now) if plan else {}
+        return list(candidate_rows(team, repo, paths, hits)), hits
+    rows = precheck_sql.answer_rows(
+        team_id=team.pk,
+        repository_id=repo.pk if repo is not None else None,
+        paths=path_ancestors(paths),
+        query=_plan_query(plan),
+        depth=TEXT_DEPTH,
+        now=now,
+    )
+    ranked = sorted(
+        (row for row in rows if row.hit_rank is not None),
+        key=lambda row: (row.hit_rank, row.hit_ref),
+    )
+    return rows, {(row.repository_id, row.memory_id): row.hit_score or 0.0 for row in ranked}
+
+
+def _provenance(applying: list[Any]) -> list[tuple[dict[str, Any], str]]:
+    """(provenance, repository name) of each applying memory: folded into its row on
+    PostgreSQL (precheck_sql.Row), reviews.selectors.memory_provenance per repository else."""
+    if all(isinstance(m, precheck_sql.Row) for m in applying):
+        return [(m.provenance(), m.repository_name) for m in applying]
+    provenance: dict[tuple[int, str], dict[str, Any]] = {}
+    groups: dict[int, list[Memory]] = {}
+    for memory in applying:
+        groups.setdefault(memory.repository_id, []).append(memory)
+    for group in groups.values():
+        for key, value in memory_provenance(group[0].repository, group).items():
+            provenance[(group[0].repository_id, key)] = value
+    return [(provenance[(m.repository_id, m.memory_id)], m.repository.name) for m in applying]
+
+
+def _item(
+    memory: Any, why: list[dict[str, Any]], provenance: dict[str, Any], repository: str
+) -> dict[str, Any]:
     ambiguous = memory.ref_count > 1  # two of the team's memories share it: cite by id
     return {
         "ref": memory.ref,
@@ -244,11 +295,11 @@ def _item(memory: Memory, why: list[dict[str, Any]], provenance: dict[str, Any])
         "tags": memory_tags(memory),
         "links": memory_links(memory),
         "why": why,
-        "repository": memory.repository.name,
+        "repository": repository,
         "provenance": {
             "origin": "repository",
             "ref": f"repository:{memory.repository_id}:{memory.memory_id}",
-            "repository": memory.repository.name,
+            "repository": repository,
             "repository_id": memory.repository_id,
             "memory_id": memory.memory_id,
             "memory_ref": memory.ref,
@@ -262,19 +313,13 @@ def _item(memory: Memory, why: list[dict[str, Any]], provenance: dict[str, Any])
 def candidate_rows(
     team: Team, repo: Repository | None, paths: list[str], hits: dict[tuple[int, str], float]
 ) -> QuerySet[Memory]:
-    """The answer's rows, read once: the candidates that may be pinned, may link to one of
-    the paths, or matched the plan's words (`hits`), with what the answer shows and how many
-    of the team's memories share each one's short ref (`ref_count`).
-
-    PostgreSQL narrows by link in the same statement (linked_memories' `?|` match). Elsewhere
-    the narrow read of linked_memories runs first, so the bodies of every memory with links
-    never leave the database; its rows are then checked by the same rule."""
+    """The answer's rows through the ORM (SQLite; precheck_sql on PostgreSQL): the candidates
+    that may be pinned, may link to one of the paths, or matched the plan's words (`hits`),
+    with what the answer shows and how many of the team's memories share each one's short ref
+    (`ref_count`). The narrow read of linked_memories runs first, so the bodies of every
+    memory with links never leave the database; its rows are then checked by the same rule."""
     memories = candidate_memories(team, repo)
-    wanted = Q(pk__in=[])
-    if connection.vendor == "postgresql":
-        memories, wanted = _maybe_linked(memories, paths)
-    else:
-        wanted = Q(pk__in=_may_apply(linked_memories(team, repo, paths), paths))
+    wanted = Q(pk__in=_may_apply(linked_memories(team, repo, paths), paths))
     if hits:
         wanted |= Q(memory_id__in=sorted({memory_id for _, memory_id in hits}))
     same_ref = (
@@ -311,6 +356,12 @@ def _order(memory: Memory, reasons: list[dict[str, Any]], score: float) -> tuple
     return (bucket, 0 if "link" in kinds or pinned else 1, -score, memory.memory_id)
 
 
+def _plan_query(plan: str) -> str:
+    """The plan's any-word query, "" when it has no word the keyword index can look for."""
+    query = any_word_query(plan) if plan else ""
+    return query if has_word(query) else ""
+
+
 def _text_hits(team: Team, plan: str, repo: Any, now: datetime) -> dict[tuple[int, str], float]:
     """(repository id, memory id) -> text score of the repository memories whose mirrored
     text matches any significant word of the plan, best first."""
@@ -335,28 +386,9 @@ def text_chunks(team: Team, repo: Repository | None, now: datetime) -> QuerySet:
     )
 
 
-def ranked_with_refs(chunks: QuerySet, query: str, limit: int) -> QuerySet | None:
-    """PostgreSQL: the best `limit` keyword matches as (score, their active repository
-    origin refs), the refs an ARRAY subquery of the same statement."""
-    from django.contrib.postgres.expressions import ArraySubquery
-
-    matched = keyword_match(chunks, query)
-    if matched is None:
-        return None
-    refs = ChunkOrigin.objects.filter(chunk_id=OuterRef("pk"), active=True, kind="repository")
-    return (
-        matched.annotate(refs=ArraySubquery(refs.order_by("ref").values("ref")))
-        .order_by("-keyword_score", "-id")
-        .values_list("keyword_score", "refs")[:limit]
-    )
-
-
 def _ranked_with_refs(chunks: QuerySet, query: str, limit: int) -> list[tuple[float, list[str]]]:
     """(score, the chunk's active repository origin refs) of the best `limit` matches, best
-    first: one statement on PostgreSQL (ranked_with_refs), two elsewhere."""
-    if connection.vendor == "postgresql":
-        rows = ranked_with_refs(chunks, query, limit)
-        return [(float(score or 0.0), list(refs or [])) for score, refs in rows or []]
+    first, in two statements."""
     hits = keyword_hits(chunks, query, limit=limit)
     by_chunk: dict[int, list[str]] = {}
     for chunk_id, ref in ChunkOrigin.objects.filter(

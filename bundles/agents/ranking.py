@@ -163,6 +163,11 @@ def fts5_query(text: str) -> str:
     return " ".join(parts + [f"NOT {item}" for item in negated])
 
 
+def has_word(query: str) -> bool:
+    """Whether a query has a word the keyword index can look for (keyword_match's test)."""
+    return bool(_WORD.search(query))
+
+
 def any_word_query(text: str) -> str:
     """A query matching any significant word of a free text (precheck's plan)."""
     terms = [t for t in query_terms(text) if len(t) > 2 and t not in STOPWORDS][:MAX_TERMS]

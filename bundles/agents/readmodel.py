@@ -154,6 +154,9 @@ def chunk_result(chunk: Chunk, origins: list[ChunkOrigin]) -> dict[str, Any]:
     owner = origins[0] if origins else None
     content = mask_secrets(chunk.content, chunk.secret_findings)
     title, body = split_content(content)
+    # A one-line chunk is all title to split_content; its text is that line too, so an agent
+    # that reads `text` sees the content.
+    text = body or title
     if owner is not None:
         provenance = origin_provenance(owner)
         ref = owner.ref
@@ -170,7 +173,7 @@ def chunk_result(chunk: Chunk, origins: list[ChunkOrigin]) -> dict[str, Any]:
         "origin": provenance["origin"],
         "type": native_type(chunk, owner),
         "title": title,
-        "text": body,
+        "text": text,
         "pinned": bool(chunk.is_pinned),
         "tags": chunk.tags if isinstance(chunk.tags, list) else [],
         "flags": chunk_flags(chunk),

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
+from bundles.embeddings.query_batch import QueryBatcher
 from memoryadmin.process import process_role
 
 if TYPE_CHECKING:
@@ -134,6 +135,14 @@ def encode(texts: list[str]) -> np.ndarray:
     return np.ascontiguousarray(vectors, dtype=np.float32)
 
 
+def _encode_rows(texts: list[str]) -> list[np.ndarray]:
+    """A pass of the query batcher: each query's own row (a copy, not a view of the batch)."""
+    return [row.copy() for row in encode(texts)]
+
+
+_batcher = QueryBatcher(encode_batch=_encode_rows, max_batch=ENCODE_BATCH)
+
+
 def query_key(text: str) -> tuple[str, str]:
     """The cache key of a query: the model and the text with its whitespace collapsed (the
     tokenizer splits on whitespace, so the vector is the same)."""
@@ -141,17 +150,19 @@ def query_key(text: str) -> tuple[str, str]:
 
 
 def encode_one(text: str) -> np.ndarray:
-    """One query's vector (read-only), from the per-process LRU when it was encoded before."""
+    """One query's vector (read-only), from the per-process LRU when it was encoded before;
+    else encoded in one pass with the queries other request threads of this process ask at
+    the same time (bundles.embeddings.query_batch)."""
     size = int(settings.SEMANTIC_QUERY_CACHE)
     if size <= 0:
-        return encode([text])[0]
+        return _batcher.encode(text)
     key = query_key(text)
     with _query_cache_lock:
         cached = _query_cache.get(key)
         if cached is not None:
             _query_cache.move_to_end(key)
             return cached
-    vector = encode([key[1]])[0]
+    vector = _batcher.encode(key[1])
     vector.flags.writeable = False  # shared between request threads
     with _query_cache_lock:
         _query_cache[key] = vector

@@ -122,30 +122,62 @@ def pgvector_query(chunks: QuerySet[Chunk], vector: np.ndarray, limit: int) -> t
     return sql, list(params)
 
 
-def pgvector_session(cursor: Any, limit: int) -> None:
+def pgvector_settings(limit: int) -> str:
     """Filtered HNSW: keep scanning the graph until `limit` rows pass the filters (SET LOCAL:
-    inside the caller's transaction)."""
-    cursor.execute(
+    for the rest of the transaction)."""
+    return (
         "SET LOCAL hnsw.iterative_scan = relaxed_order; "
         f"SET LOCAL hnsw.ef_search = {max(HNSW_EF_SEARCH, int(limit))}"
-    )  # one round trip
+    )
+
+
+def pgvector_session(cursor: Any, limit: int) -> None:
+    """pgvector_settings inside the caller's transaction, in one round trip."""
+    cursor.execute(pgvector_settings(limit))
+
+
+def _neighbours(rows: Iterable[tuple[int, float]]) -> list[Neighbour]:
+    found = [Neighbour(chunk_id=pk, similarity=1.0 - float(distance)) for pk, distance in rows]
+    # relaxed_order may return rows slightly out of order: order them exactly.
+    return sorted(found, key=lambda n: (-n.similarity, -n.chunk_id))
 
 
 def _nearest_pgvector(
     chunks: QuerySet[Chunk], vectors: list[np.ndarray], limit: int
 ) -> list[list[Neighbour]]:
+    if len(vectors) == 1 and _client_side_binding():
+        return [_nearest_one_round_trip(chunks, vectors[0], limit)]
     answers = []
     with transaction.atomic(), connection.cursor() as cursor:
         pgvector_session(cursor, limit)
         for vector in vectors:
             cursor.execute(*pgvector_query(chunks, vector, limit))
-            found = [
-                Neighbour(chunk_id=pk, similarity=1.0 - float(distance))
-                for pk, distance in cursor.fetchall()
-            ]
-            # relaxed_order may return rows slightly out of order: order them exactly.
-            answers.append(sorted(found, key=lambda n: (-n.similarity, -n.chunk_id)))
+            answers.append(_neighbours(cursor.fetchall()))
     return answers
+
+
+def _nearest_one_round_trip(chunks: QuerySet[Chunk], vector: np.ndarray, limit: int) -> list:
+    """One query vector (a search): the settings and the query in one string, one round trip.
+    Outside a transaction the string runs as one implicit transaction (PostgreSQL's rule for a
+    multi-statement simple query), so SET LOCAL holds for the query and ends with it; inside
+    one it holds to the end of that transaction, as pgvector_session's does. No BEGIN, no
+    COMMIT of its own: 3 round trips fewer than a transaction around it."""
+    sql, params = pgvector_query(chunks, vector, limit)
+    with connection.cursor() as cursor:
+        cursor.execute(f"{pgvector_settings(limit)}; {sql}", params)
+        while cursor.description is None and cursor.nextset():
+            pass  # past the two SETs' empty results
+        return _neighbours(cursor.fetchall())
+
+
+def _client_side_binding() -> bool:
+    """Whether Django's cursors bind parameters client-side (psycopg's ClientCursor, Django's
+    default): only then may one execute() carry several statements."""
+    import psycopg
+
+    connection.ensure_connection()
+    factory = getattr(connection.connection, "cursor_factory", None)
+    return isinstance(factory, type) and issubclass(factory, psycopg.ClientCursor)
 
 
 def _nearest_exact(

@@ -262,3 +262,54 @@ def test_it_proposes_a_memory_that_lands_as_a_commit_on_the_remote_and_in_the_qu
     rows = queue["results"] if isinstance(queue, dict) else queue
     assert proposed["id"] in [row.get("id") or row.get("memory_id") for row in rows]
     assert AuditEvent.objects.filter(team=team, action="agents.propose").count() == 1
+
+
+def test_tool_calls_run_on_the_request_thread_and_the_loop_is_the_process_s_one(
+    team, make_token, monkeypatch, rf
+):
+    """The SDK runs on the process's event loop thread; the tools it calls run back on the
+    request's own thread (its database connection), and a tool's failure reaches the SDK."""
+    import json
+    import threading
+
+    from bundles import mcp
+
+    make_token(team, READ)
+    caller = mcp.Caller.of(ApiToken.objects.get(team=team))
+    ran_on: list[int] = []
+
+    def tool(caller_, name, arguments):  # type: ignore[no-untyped-def]
+        ran_on.append(threading.get_ident())
+        if arguments.get("query") == "fail":
+            raise mcp.AgentError(400, "query-invalid", "no")
+        return {"results": [], "query": arguments["query"]}
+
+    monkeypatch.setattr(mcp, "run_tool", tool)
+
+    def call(query: str) -> dict[str, Any]:
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "search_memory", "arguments": {"query": query}},
+            }
+        ).encode()
+        request = rf.post(
+            "/mcp",
+            data=body,
+            content_type="application/json",
+            HTTP_ACCEPT="application/json, text/event-stream",
+            HTTP_MCP_PROTOCOL_VERSION="2025-06-18",
+            HTTP_HOST="localhost",
+        )
+        status, _, out = mcp.serve(mcp._asgi_scope(request), body, mcp.Caller.of(caller.token))
+        assert status == 200, out
+        return json.loads(out)["result"]
+
+    loop = mcp.LOOP.get()
+    assert call("ok")["structuredContent"] == {"results": [], "query": "ok"}
+    failed = call("fail")
+    assert failed["isError"] and failed["structuredContent"]["error"]["code"] == "query-invalid"
+    assert ran_on == [threading.get_ident()] * 2
+    assert mcp.LOOP.get() is loop

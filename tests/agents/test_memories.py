@@ -44,6 +44,24 @@ def test_it_resolves_a_source_ref_and_a_brain_ref(client, world):
     assert flagged.json()["memory"]["flags"] == ["suspicious"]
 
 
+def test_a_one_line_brain_chunk_carries_its_line_as_title_and_as_text(client, team, world):
+    from tests.agents.conftest import brain_chunk
+
+    one_line = brain_chunk(team, "Uploads over 2 GB are refused by the proxy.")
+    item = _get(client, f"brain:{one_line.pk}").json()["memory"]
+    assert item["title"] == "Uploads over 2 GB are refused by the proxy."
+    assert item["text"] == item["title"]
+    search = client.get("/api/search/", {"q": "proxy refused"}).json()["results"]
+    found = next(r for r in search if r["ref"] == f"brain:{one_line.pk}")
+    assert found["text"] == "Uploads over 2 GB are refused by the proxy."
+    # a chunk with a body keeps its first line as the title and the rest as the text
+    plain = _get(client, f"brain:{world.chunks['plain'].pk}").json()["memory"]
+    assert (plain["title"], plain["text"]) == (
+        "Upload limits",
+        "The uploader accepts files up to 2 GB.",
+    )
+
+
 def test_it_never_serves_a_proposal_a_superseded_or_an_archived_memory(client):
     for memory_id in ("20260308-proposed-gotcha", "20260306-old-queue", "20260305-archived"):
         memory = Memory.objects.get(memory_id=memory_id)

@@ -121,13 +121,54 @@ def test_one_search_costs_a_fixed_number_of_queries(
     assert response.status_code == 200 and response.json()["count"] >= 1
 
 
-# PostgreSQL: the token; the text match with its origins' refs, the answer's rows (links
-# matched in SQL, the shared-ref count as a subquery), the provenance; the read log's one
-# statement (audit insert and usage upsert). SQLite: the token; the narrow link read, the text
-# match, its origins, the answer's rows, the provenance; the read log's usage upsert and audit
-# insert, in their savepoint and its release.
+# PostgreSQL: the token; the answer's one statement (bundles.agents.precheck_sql: the text
+# match with its origins' refs, the rows with links matched in SQL, the shared-ref count and the
+# provenance); the read log's one statement (audit insert and usage upsert). SQLite: the token;
+# the narrow link read, the text match, its origins, the answer's rows, the provenance; the
+# read log's usage upsert and audit insert, in their savepoint and its release.
 POSTGRESQL = module.connection.vendor == "postgresql"
-QUERIES_PRECHECK = 5 if POSTGRESQL else 10
+QUERIES_PRECHECK = 3 if POSTGRESQL else 10
 # The token; the keyword ranking, the result rows with (PostgreSQL: in the same statement)
 # their origins; the read log as above.
 QUERIES_SEARCH = 4 if POSTGRESQL else 8
+
+
+def test_the_raw_statement_keeps_the_partial_index_predicate_word_for_word():
+    from bundles.agents import precheck_sql
+
+    assert precheck_sql._IRREGULAR.replace("m.front_matter", "reviews_memory.front_matter") == (
+        module.IRREGULAR_LINKS
+    )
+
+
+PLANS = [
+    "",
+    "retry the upload queue",
+    "Add a retry with sleep to the flaky upload, and move the upload queue",
+    "payment webhooks twice",
+    "nothing here matches zzzqqq",
+    "the and of",  # no significant word
+]
+
+
+@pytest.mark.skipif(not POSTGRESQL, reason="the raw statement is PostgreSQL's")
+@pytest.mark.parametrize("paths", [[], *PATH_SETS])
+def test_the_raw_statement_answers_as_the_orm_statements_do(world, team, linked, paths):
+    """precheck_sql's one statement (rows, text hits and provenance folded in) against the
+    ORM's statements and reviews.selectors.memory_provenance, on the same data."""
+    from django.utils import timezone
+
+    now = timezone.now()
+    matched = 0
+    for plan in PLANS:
+        if not plan and not paths:
+            continue
+        for repo in (None, world.repository):
+            raw = module.precheck_candidates(team, repo, plan, paths, now, raw=True)
+            orm = module.precheck_candidates(team, repo, plan, paths, now, raw=False)
+            assert raw[1] == orm[1], (plan, paths)  # the text hits, in order, with scores
+            answer = module.precheck_answer(*raw, plan, paths)
+            assert answer == module.precheck_answer(*orm, plan, paths), (plan, paths)
+            matched += len(raw[1])
+            assert answer["memories"]  # the pinned constraint at least
+    assert matched or not any(PLANS)

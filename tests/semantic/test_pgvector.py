@@ -149,3 +149,28 @@ def test_the_filtered_nearest_query_walks_the_hnsw_index_for_one_team(semantic, 
     assert indexed[0].chunk_id == stored.pk and len(indexed) == 10
     teams = Chunk.objects.filter(pk__in=[n.chunk_id for n in indexed]).values_list("team_id")
     assert set(teams) == {(team.pk,)}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_query_vector_is_one_round_trip_and_its_settings_end_with_it(
+    semantic, team, django_assert_num_queries
+):
+    """store.nearest for one vector sends the HNSW settings and the query as one string: in
+    autocommit it is one implicit transaction, so SET LOCAL holds for the query and no longer;
+    the answer is the one the transaction-per-batch path (nearest_many) gives."""
+    _require_pgvector()
+    brain_model_adopt(team=team)
+    _bulk_vectors(team, 200, seed=4)
+    from bundles.selectors import served_chunks
+
+    model, dim = embedding_model.MODEL_NAME, embedding_model.MODEL_DIM
+    query, other = _unit_vectors(2, seed=5)
+    assert not connection.in_atomic_block
+    assert store.backend() == store.PGVECTOR  # looked up once per process, before the count
+    with django_assert_num_queries(1):
+        one = store.nearest(served_chunks(team), query, model=model, dim=dim, limit=120)
+    both = store.nearest_many(served_chunks(team), [query, other], model=model, dim=dim, limit=120)
+    assert one == both[0] and len(one) == 120
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('hnsw.ef_search')")
+        assert cursor.fetchone()[0] == "40"  # pgvector's default again: the SET LOCAL ended

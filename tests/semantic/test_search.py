@@ -167,7 +167,7 @@ def test_the_mcp_tool_takes_a_vector(memory, team, make_token):
 
     assert TOOLS["search_memory"].schema["properties"]["vector"]["type"] == "array"
     make_token(team, ["context:read"])
-    caller = Caller(token=ApiToken.objects.get(team=team))
+    caller = Caller.of(ApiToken.objects.get(team=team))
     vector = embedding_model.encode_one("how do we indent code").tolist()
     body = run_tool(caller, "search_memory", {"vector": vector, "limit": 1})
     assert body["results"][0]["ref"] == f"brain:{memory['tabs'].pk}"
