@@ -192,50 +192,19 @@ def answer_rows(
     with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    return [
-        Row(
-            pk,
-            repository_id_,
-            memory_id,
-            ref,
-            kind,
-            title,
-            path,
-            json.loads(front_matter) if isinstance(front_matter, str) else (front_matter or {}),
-            body,
-            updated,
-            author_name,
-            added_commit,
-            int(ref_count),
-            repository_name,
-            approved_by,
-            approval_commit,
-            None if hit_score is None else float(hit_score),
-            hit_rank,
-            hit_ref,
-        )
-        for (
-            pk,
-            repository_id_,
-            memory_id,
-            ref,
-            kind,
-            title,
-            path,
-            front_matter,
-            body,
-            updated,
-            author_name,
-            added_commit,
-            ref_count,
-            repository_name,
-            approved_by,
-            approval_commit,
-            hit_score,
-            hit_rank,
-            hit_ref,
-        ) in rows
-    ]
+    return [_row(values) for values in rows]
+
+
+def _row(values: tuple[Any, ...]) -> Row:
+    """A statement row as a Row (its columns are Row's fields, in order)."""
+    row = Row(*values)
+    if isinstance(row.front_matter, str):  # jsonb arrives as text through a raw cursor
+        row.front_matter = json.loads(row.front_matter)
+    row.front_matter = row.front_matter or {}
+    row.ref_count = int(row.ref_count)
+    if row.hit_score is not None:
+        row.hit_score = float(row.hit_score)
+    return row
 
 
 def prepared_cursor() -> CursorWrapper:
