@@ -52,6 +52,11 @@ def test_a_buttons_address_opened_as_a_page_explains_and_goes_back(
     width = page.evaluate("document.documentElement.scrollWidth")
     page.set_viewport_size({"width": 400, "height": 800})
     assert page.evaluate("document.documentElement.scrollWidth") <= 400, width
+    # The team's navigation, as on its other pages (no view looked the team up).
+    page.set_viewport_size({"width": 1200, "height": 800})
+    expect(
+        page.get_by_role("navigation", name="Main").get_by_role("link", name="Reviews")
+    ).to_be_visible()
     shot(page, "405")
-    page.get_by_role("link", name="Back to the team's dashboard").click()
+    page.get_by_role("link", name=f"Back to the {team.name} dashboard").click()
     expect(page).to_have_url(f"{live_server.url}/t/{team.slug}/")
