@@ -139,8 +139,8 @@ def _current_test() -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "unknown"
 
 
-def shot(page: Page, name: str) -> Path:
-    """Save a full-page screenshot as test-artifacts/e2e/<test>/<nn>-<name>.png."""
+def shot(page: Page, name: str, *, full_page: bool = True) -> Path:
+    """Save a screenshot (full page unless told): test-artifacts/e2e/<test>/<nn>-<name>.png."""
     test = _current_test()
     folder = ARTIFACTS / test
     if test not in _shot_counts:
@@ -149,7 +149,7 @@ def shot(page: Page, name: str) -> Path:
     _shot_counts[test] += 1
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{_shot_counts[test]:02d}-{re.sub(r'[^A-Za-z0-9_.-]+', '-', name)}.png"
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path), full_page=full_page)
     return path
 
 
