@@ -118,13 +118,9 @@ def candidate_memories(team: Team, repo: Repository | None) -> QuerySet[Memory]:
     return memories
 
 
-# A link that normpath would change (a `.` or `..` segment, `//`, a trailing `/`), or `.`: the
-# SQL cannot compare it as written, so it is always read and checked in Python. The same text
-# is the predicate of the partial index of migration bundles/0011, so the planner can use it.
-IRREGULAR_LINKS = (
-    "jsonb_path_exists(reviews_memory.front_matter, "
-    "'$.links[*] ? (@ like_regex \"(^|/)\\\\.\\\\.?(/|$)|//|/$\")')"
-)
+# The links the SQL cannot compare as written; the same text is the predicate of the partial
+# index of migration bundles/0011, so the planner can use it.
+IRREGULAR_LINKS = precheck_sql.irregular_links("reviews_memory")
 LINK_MATCH = f"((reviews_memory.front_matter -> 'links') ?| %s::text[] OR {IRREGULAR_LINKS})"
 
 

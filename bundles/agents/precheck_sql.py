@@ -63,12 +63,19 @@ hit_keys AS (
     ORDER BY repository_id, memory_id, rank, ref COLLATE "C"
 ),"""
 
-# A link that normpath would change, or `.`: always read and checked in Python (the same
-# predicate as bundles.agents.precheck.IRREGULAR_LINKS and migration bundles/0011's index).
-_IRREGULAR = (
-    "jsonb_path_exists(m.front_matter, "
-    "'$.links[*] ? (@ like_regex \"(^|/)\\\\.\\\\.?(/|$)|//|/$\")')"
-)
+
+def irregular_links(table: str) -> str:
+    """The memories of `table` holding a link that normpath would change (a `.` or `..`
+    segment, `//`, a trailing `/`), or `.`: always read and checked in Python. The one text
+    of this predicate: precheck.IRREGULAR_LINKS and the partial index of migration
+    bundles/0011 are it for `reviews_memory`."""
+    return (
+        f"jsonb_path_exists({table}.front_matter, "
+        "'$.links[*] ? (@ like_regex \"(^|/)\\\\.\\\\.?(/|$)|//|/$\")')"
+    )
+
+
+_IRREGULAR = irregular_links("m")
 
 _LINK_MATCH = f"\n        OR (m.front_matter -> 'links') ?| %(paths)s::text[] OR {_IRREGULAR}"
 

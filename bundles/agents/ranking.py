@@ -178,7 +178,7 @@ def keyword_match(queryset: QuerySet[Chunk], query: str) -> QuerySet[Chunk] | No
     """Chunks matching a web-search query, annotated with `keyword_score` (higher is better);
     None when the query has no word to look for."""
     if connection.vendor == "postgresql":
-        if not _WORD.search(query):
+        if not has_word(query):
             return None
         tsquery = "websearch_to_tsquery('english'::regconfig, %s)"
         return (
