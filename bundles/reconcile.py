@@ -17,11 +17,10 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q
-from django.db.models.expressions import RawSQL
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from bundles.mirror_chunks import Held, HeldOrigin, chunks_for, other_active_refs
+from bundles.mirror_chunks import Held, HeldOrigin, chunks_for, column_in, other_active_refs
 from bundles.mirrored import PROVENANCE_KEY, Mirrored, MirrorResult, Wanted, parse_wanted
 from bundles.models import Chunk, ChunkOrigin
 from memoryadmin.audit import Actor, audit_record
@@ -153,26 +152,17 @@ class _Plan:
 def _origins(team: Team, group: str, refs: list[str]) -> dict[str, HeldOrigin]:
     """The group's origins of these refs."""
     found: dict[str, HeldOrigin] = {}
-    # PostgreSQL: one array parameter for the whole batch (see mirror_chunks._hash_in)
+    # PostgreSQL: one array parameter for the whole batch (mirror_chunks.column_in)
     size = len(refs) if connection.vendor == "postgresql" else LOOKUP_BATCH
     for batch in for_batches(refs, max(size, 1)):
         values = (
-            ChunkOrigin.objects.filter(_ref_in(batch), team=team, group=group)
+            ChunkOrigin.objects.filter(column_in(ChunkOrigin, "ref", batch), team=team, group=group)
             .order_by()
             .values_list("id", "ref", "chunk_id", "active", "expires_at", "metadata")
         )
         for row in stream_rows(values, itersize=LOOKUP_BATCH, json_loads=json_loads):
             found[row[1]] = HeldOrigin(*row)
     return found
-
-
-def _ref_in(batch: list[str]) -> Any:
-    if connection.vendor != "postgresql":
-        return Q(ref__in=batch)
-    return ExpressionWrapper(
-        RawSQL('"bundles_chunkorigin"."ref" = ANY(%s)', (list(batch),)),
-        output_field=BooleanField(),
-    )
 
 
 def _plan(
