@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 
 from django.db import connection
 
+from memoryadmin.batching import for_batches
+
 SPILL_AFTER = 50_000  # entries held in memory (~5 MB) before the map moves to a table
 TABLE = "import_chunk_ids"
 _LOOK_UP = 1000  # ids per look-up statement (SQLite's variables)
@@ -62,8 +64,7 @@ class ChunkIdMap:
             if not self.indexed:
                 cursor.execute(f"CREATE INDEX {TABLE}_bundle ON {TABLE} (bundle_id, seq)")
                 self.indexed = True
-            for start in range(0, len(wanted), _LOOK_UP):
-                part = wanted[start : start + _LOOK_UP]
+            for part in for_batches(wanted, _LOOK_UP):
                 if connection.vendor == "postgresql":
                     where, params = "bundle_id = ANY(%s::bigint[])", [part]
                 else:
