@@ -93,9 +93,8 @@ def source_wanted(
     ):
         return
     stale = source.health == Health.STALE
-    # When this text was read: the snapshot's read time. An unchanged refresh keeps the
-    # snapshot, so it rewrites nothing in the brain (freshness is the `stale` flag).
-    retrieved_at = protocol.format_timestamp(source.current_snapshot.created_at)
+    # No read time here: `retrieved_at` is served from the current snapshot (bundles.provenance),
+    # so a changed refresh rewrites only the chunks of the records that changed.
     if records is None:
         rows: Iterable[SourceRow] = _stored_rows(source, now)
     else:
@@ -122,7 +121,6 @@ def source_wanted(
                 "source": source.identity,
                 "source_name": source.label,
                 "record_id": record_id,
-                "retrieved_at": retrieved_at,
                 "stale": stale,
             },
             expires_at=expires,
