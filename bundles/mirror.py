@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING
 
 from django.db import connection, transaction
 from django.db.models import F
@@ -34,6 +34,7 @@ from reviews.selectors import (
     memory_tags,
     repository_approvals,
 )
+from reviews.signals import IndexedMemory
 
 if TYPE_CHECKING:
     from reviews.models import Repository
@@ -93,9 +94,8 @@ def source_wanted(
     ):
         return
     stale = source.health == Health.STALE
-    # When this text was read: the snapshot's read time. An unchanged refresh keeps the
-    # snapshot, so it rewrites nothing in the brain (freshness is the `stale` flag).
-    retrieved_at = protocol.format_timestamp(source.current_snapshot.created_at)
+    # No read time here: `retrieved_at` is served from the current snapshot (bundles.provenance),
+    # so a changed refresh rewrites only the chunks of the records that changed.
     if records is None:
         rows: Iterable[SourceRow] = _stored_rows(source, now)
     else:
@@ -122,39 +122,35 @@ def source_wanted(
                 "source": source.identity,
                 "source_name": source.label,
                 "record_id": record_id,
-                "retrieved_at": retrieved_at,
                 "stale": stale,
             },
             expires_at=expires,
         )
 
 
-class _MemoryRow(NamedTuple):
-    """An active memory as its chunk needs it (read as values; the reviews selectors read
-    `memory_id`, `front_matter`, `added_commit` and `author_name`)."""
-
-    memory_id: str
-    ref: str
-    type: str
-    title: str
-    body: str
-    front_matter: dict[str, Any]
-    added_commit: str
-    author_name: str
-
-
-def repository_wanted(repository: Repository) -> Iterator[Mirrored]:
-    """The repository's `active` memories as of its index (proposals never)."""
+def _stored_memories(repository: Repository) -> list[IndexedMemory]:
+    """The repository's active memories as its index stored them, in memory id order (code
+    points, as the index hands them over)."""
     from reviews.models import Memory, MemoryStatus
 
-    values = (
-        Memory.objects.filter(repository=repository, status=MemoryStatus.ACTIVE)
-        .order_by("memory_id")
-        .values_list(*_MemoryRow._fields)
-    )
-    memories = [
-        _MemoryRow(*row) for row in stream_rows(values, itersize=2000, json_loads=json_loads)
+    memories = Memory.objects.filter(repository=repository, status=MemoryStatus.ACTIVE)
+    if connection.vendor == "postgresql":
+        memories = memories.annotate(key=Collate("memory_id", "C"))
+    else:
+        memories = memories.annotate(key=F("memory_id"))
+    values = memories.order_by("key").values_list(*IndexedMemory._fields)
+    return [
+        IndexedMemory(*row) for row in stream_rows(values, itersize=2000, json_loads=json_loads)
     ]
+
+
+def repository_wanted(
+    repository: Repository, memories: list[IndexedMemory] | None = None
+) -> Iterator[Mirrored]:
+    """The repository's `active` memories as of its index (proposals never). `memories`: those
+    the index just stored, when the caller holds them (see reviews.signals)."""
+    if memories is None:
+        memories = _stored_memories(repository)
     # every memory of the repository is mirrored: its approvals in one read
     approvals = memory_provenance(
         repository,
@@ -212,13 +208,19 @@ def brain_mirror_source(
 
 
 @transaction.atomic
-def brain_mirror_repository(*, repository: Repository, actor: Actor | None = None) -> MirrorResult:
-    """Make the brain hold exactly the repository's active memories (after each index)."""
+def brain_mirror_repository(
+    *,
+    repository: Repository,
+    actor: Actor | None = None,
+    memories: list[IndexedMemory] | None = None,
+) -> MirrorResult:
+    """Make the brain hold exactly the repository's active memories (after each index).
+    `memories`: the active memories the index just stored (see `repository_wanted`)."""
     result = _reconcile(
         team=repository.team,
         group=f"repository:{repository.pk}",
         kind=OriginKind.REPOSITORY,
-        wanted=repository_wanted(repository),
+        wanted=repository_wanted(repository, memories),
         actor=actor or Actor.system(),
         label=f"repository {repository.name}",
     )

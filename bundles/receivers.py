@@ -20,5 +20,7 @@ def mirror_source(
 
 
 @receiver(repository_indexed, dispatch_uid="bundles.mirror_repository")
-def mirror_repository(sender: Any, *, repository: Any, actor: Any = None, **kwargs: Any) -> None:
-    brain_mirror_repository(repository=repository, actor=actor)
+def mirror_repository(
+    sender: Any, *, repository: Any, actor: Any = None, memories: Any = None, **kwargs: Any
+) -> None:
+    brain_mirror_repository(repository=repository, actor=actor, memories=memories)

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from django.db import connection
 from django.db.models import Exists, OuterRef
@@ -23,17 +22,11 @@ from django.utils import timezone
 from bundles.mirror_chunks import Held, HeldOrigin, chunks_for, column_in, other_active_refs
 from bundles.mirrored import PROVENANCE_KEY, Mirrored, MirrorResult, Wanted, parse_wanted
 from bundles.models import Chunk, ChunkOrigin
+from bundles.provenance import without_read_time
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.batching import LOOKUP_BATCH, for_batches
 from memoryadmin.bulk import insert_values, json_loads, stream_rows, update_values
 from memoryadmin.models import Team
-
-
-def _without_time(provenance: Any) -> Any:
-    if isinstance(provenance, dict):
-        return {k: v for k, v in provenance.items() if k != "retrieved_at"}
-    return provenance
-
 
 # Wanted items reconciled at a time: what one reconcile holds in memory (items, chunks, origins)
 # is bounded by this, not by the size of the source or repository.
@@ -180,10 +173,16 @@ def _plan(
     created = created | {d for d, c in chunks.items() if c.created_at == run.now}
     plan = _Plan(chunks=chunks, created=created)
     origins = _origins(team, group, list(parsed)) if run.held_origins else {}
-    # A chunk this transaction inserted has no other origin yet: only held ones are looked up
-    owners = other_active_refs(
-        group, [c.id for digest, c in chunks.items() if digest not in created]
-    )
+    # Held chunks a ref of this batch would rewrite: only their owners are looked up (a chunk
+    # this transaction inserted has no other origin yet; one that matches is not rewritten).
+    rewrite = {
+        chunk.id
+        for wanted in parsed.values()
+        if wanted.content_hash not in created
+        and (chunk := chunks[wanted.content_hash]).id not in run.rewritten
+        and _differs(chunk, wanted)
+    }
+    owners = other_active_refs(group, rewrite) if rewrite else {}
     # Chunks an origin leaves (withdrawn, or its text changed): standalone ones drop our
     # provenance key, so an imported text does not keep claiming an approval that is gone.
     for ref, origin in origins.items():
@@ -194,11 +193,7 @@ def _plan(
     for ref, wanted in parsed.items():
         item = wanted.item
         chunk = chunks[wanted.content_hash]
-        if (
-            wanted.content_hash not in created
-            and chunk.id not in plan.chunk_updates
-            and chunk.id not in run.rewritten
-        ):
+        if chunk.id in rewrite and chunk.id not in plan.chunk_updates:
             _refresh_chunk(chunk, ref, wanted, owners, plan.chunk_updates, plan.bump)
         origin = origins.get(ref)
         if origin is None:
@@ -213,7 +208,11 @@ def _plan(
             plan.bump.add(chunk.id)
             plan.gained.add(chunk.id)
             plan.activated += 1
-        if moved or origin.expires_at != item.expires_at or origin.metadata != item.provenance:
+        if (
+            moved
+            or origin.expires_at != item.expires_at
+            or without_read_time(origin.metadata) != item.provenance
+        ):
             origin.chunk_id, origin.active = chunk.id, True
             origin.expires_at, origin.metadata = item.expires_at, item.provenance
             plan.origin_updates.append(origin)
@@ -221,6 +220,24 @@ def _plan(
             plan.unchanged += 1
             run.kept.add(origin.id)  # type: ignore[arg-type]
     return plan
+
+
+def _differs(chunk: Held, wanted: Wanted) -> bool:
+    """Whether the wanted item would change the chunk's mirrored fields (a standalone chunk's:
+    only our provenance key). A read time stored by an earlier version is not a change."""
+    item = wanted.item
+    mine = without_read_time(chunk.metadata.get(PROVENANCE_KEY))
+    if chunk.standalone:
+        return mine != item.provenance
+    return (
+        chunk.memory_type != item.memory_type
+        or chunk.tags != list(item.tags)
+        or chunk.zone != item.zone
+        or chunk.is_pinned != item.is_pinned
+        or chunk.valid_until != item.expires_at
+        or chunk.metadata.keys() != wanted.metadata.keys()
+        or mine != item.provenance
+    )
 
 
 def _refresh_chunk(
@@ -231,42 +248,25 @@ def _refresh_chunk(
     updates: dict[int, Held],
     bump: set[int],
 ) -> None:
-    """Rewrite an existing chunk's mirrored fields when this ref owns it.
+    """Rewrite an existing chunk's mirrored fields when this ref owns it and they differ.
 
     Standalone (imported) chunks keep their own fields and only gain the provenance key; among
     mirror origins the smallest active ref owns the chunk, so two sources with the same text
     do not take turns.
     """
-    item = wanted.item
     other = owners.get(chunk.id)
-    if other is not None and other < ref:
+    if (other is not None and other < ref) or not _differs(chunk, wanted):
         return
+    item = wanted.item
     if chunk.standalone:
-        if chunk.metadata.get(PROVENANCE_KEY) != item.provenance:
-            chunk.metadata = {**chunk.metadata, PROVENANCE_KEY: item.provenance}
-            updates[chunk.id] = chunk
-            bump.add(chunk.id)
-        return
-    values = {
-        "memory_type": item.memory_type,
-        "tags": list(item.tags),
-        "zone": item.zone,
-        "is_pinned": item.is_pinned,
-        "metadata": wanted.metadata,
-        "valid_until": item.expires_at,
-    }
-    current = {name: getattr(chunk, name) for name in values}
-    if current == values:
-        return
-    only_time = {k: v for k, v in current.items() if k != "metadata"} == {
-        k: v for k, v in values.items() if k != "metadata"
-    } and _without_time(chunk.metadata.get(PROVENANCE_KEY)) == _without_time(item.provenance)
-    for name, value in values.items():
-        setattr(chunk, name, value)
-    chunk.is_dna = chunk.is_dna or wanted.is_dna  # DNA is sticky
+        chunk.metadata = {**chunk.metadata, PROVENANCE_KEY: item.provenance}
+    else:
+        chunk.memory_type, chunk.tags, chunk.zone = item.memory_type, list(item.tags), item.zone
+        chunk.is_pinned, chunk.valid_until = item.is_pinned, item.expires_at
+        chunk.metadata = wanted.metadata
+        chunk.is_dna = chunk.is_dna or wanted.is_dna  # DNA is sticky
     updates[chunk.id] = chunk
-    if not only_time:  # a new retrieval time alone is not a change for `since` exports
-        bump.add(chunk.id)
+    bump.add(chunk.id)
 
 
 # ----------------------------------------------------------------------------- writing

@@ -32,6 +32,7 @@ from bundles.agents.readmodel import (
 )
 from bundles.context import UNTRUSTED_NOTE
 from bundles.models import Chunk, ChunkOrigin
+from bundles.provenance import with_origin_read_at
 from bundles.selectors import active_origins, served_chunks
 from formats.crosswalk import MEMORY_TYPES, SOURCE_TYPES
 from formats.memoryai import CORE_TYPES
@@ -122,20 +123,25 @@ def result_rows(ids: list[int], now: datetime) -> tuple[dict[int, Chunk], dict[i
     from django.contrib.postgres.expressions import ArraySubquery
 
     origins = (
-        ChunkOrigin.objects.filter(chunk_id=OuterRef("pk"), active=True)
+        with_origin_read_at(ChunkOrigin.objects.filter(chunk_id=OuterRef("pk"), active=True))
         .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
         .order_by("ref")
-        .values(json=JSONObject(kind="kind", ref="ref", metadata="metadata"))
+        .values(json=JSONObject(kind="kind", ref="ref", metadata="metadata", read_at="read_at"))
     )
     by_id: dict[int, Chunk] = {}
     by_chunk: dict[int, list] = {}
     for chunk in rows.annotate(served_origins=ArraySubquery(origins)):
         by_id[chunk.pk] = chunk
-        by_chunk[chunk.pk] = [
-            ChunkOrigin(chunk_id=chunk.pk, kind=o["kind"], ref=o["ref"], metadata=o["metadata"])
-            for o in chunk.served_origins or []
-        ]
+        by_chunk[chunk.pk] = [_origin(chunk.pk, o) for o in chunk.served_origins or []]
     return by_id, by_chunk
+
+
+def _origin(chunk_id: int, found: dict[str, Any]) -> ChunkOrigin:
+    origin = ChunkOrigin(
+        chunk_id=chunk_id, kind=found["kind"], ref=found["ref"], metadata=found["metadata"]
+    )
+    origin.read_at = found["read_at"]  # type: ignore[attr-defined]
+    return origin
 
 
 def search_memory(

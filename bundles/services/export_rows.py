@@ -27,6 +27,7 @@ from django.db.models.functions import Cast
 
 from bundles.mirrored import PROVENANCE_KEY
 from bundles.models import CHUNK_RECORD_COLUMNS
+from bundles.provenance import time_of
 from bundles.selectors import active_origins
 from formats import memoryai as protocol
 from memoryadmin.bulk import json_loads, stream_rows
@@ -123,16 +124,24 @@ def with_origin_provenance(chunks: QuerySet, now: datetime) -> QuerySet:
     )
 
 
-def _provenance(metadata: Any, origins: Any) -> Any:
+def _provenance(metadata: Any, origins: Any, times: dict[int, str]) -> Any:
     """metadata.memoryadmin as exported: the owner's provenance (stored on the chunk), with
-    `origins` naming every active origin and `stale` true only when all of them are stale."""
+    `origins` naming every active origin and `stale` true only when all of them are stale; a
+    source's `retrieved_at` from `times` (bundles.provenance.read_times)."""
     found = _json(origins) if origins else None
-    if not isinstance(found, list):
-        return metadata
-    found = sorted((o for o in found if isinstance(o, dict)), key=lambda o: str(o.get("ref")))
-    if not found or not isinstance(metadata, dict):
+    if not isinstance(metadata, dict):
         return metadata
     own = metadata.get(PROVENANCE_KEY)
+    if isinstance(own, dict) and own.get("origin") == "source":
+        metadata = {**metadata, PROVENANCE_KEY: time_of(own, times)}
+        own = metadata[PROVENANCE_KEY]
+    if not isinstance(found, list):
+        return metadata
+    found = sorted(
+        (time_of(o, times) for o in found if isinstance(o, dict)), key=lambda o: str(o.get("ref"))
+    )
+    if not found:
+        return metadata
     top = dict(own) if isinstance(own, dict) else dict(found[0])
     if "stale" in top:  # a repository origin has no staleness: it is never stale
         top["stale"] = all(o.get("stale") is True for o in found)
@@ -145,8 +154,11 @@ def _json(value: Any) -> Any:
     return json_loads(value) if isinstance(value, str) else value
 
 
-def export_record(section: str, row: tuple[Any, ...], model: tuple[str, int]) -> Any:
-    """One protocol record from a row of `COLUMNS[section]`."""
+def export_record(
+    section: str, row: tuple[Any, ...], model: tuple[str, int], times: dict[int, str]
+) -> Any:
+    """One protocol record from a row of `COLUMNS[section]`; `times`: the read time of each
+    source's current snapshot (bundles.provenance.read_times)."""
     if section == "chunks":
         (pk, content, digest, memory_type, embedding, embedding_model, embedding_dim, tags, zone,
          importance, is_pinned, decay_score, tier, created_at, accessed_at, valid_until,
@@ -173,7 +185,7 @@ def export_record(section: str, row: tuple[Any, ...], model: tuple[str, int]) ->
             "created_at": _ts(created_at),
             "accessed_at": _ts(accessed_at),
             "valid_until": _ts(valid_until),
-            "metadata": _provenance(_json(metadata), origins),
+            "metadata": _provenance(_json(metadata), origins, times),
         }
     if section == "memory_edges":
         source, target, edge_type, weight, co_activations, created_at, updated_at = row

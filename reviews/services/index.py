@@ -17,7 +17,7 @@ from memoryadmin.bulk import insert_values, json_loads, stream_rows, update_valu
 from reviews.git import WorkingCopy
 from reviews.models import Memory, MemoryStatus, Repository, SyncState
 from reviews.services.routing import assignments_refresh
-from reviews.signals import repository_indexed
+from reviews.signals import IndexedMemory, repository_indexed
 from webhooks import events as webhook_events
 from webhooks.emit import event_emit
 
@@ -148,6 +148,7 @@ _FIELDS = (
     "is_stale",
 )
 _AT = {name: i for i, name in enumerate(("pk", "memory_id", *_FIELDS))}  # in a held row
+_MIRRORED = IndexedMemory._fields[1:]  # what the brain reads of an active memory
 _NEW_FIELDS = ("team", "repository", "indexed_at", "memory_id", *_FIELDS)
 
 
@@ -184,6 +185,7 @@ def index_store(*, repository: Repository, snapshot: IndexSnapshot) -> Repositor
     # blob moved (5 fields of 21)
     to_update: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
     new_proposals: list[dict[str, Any]] = []
+    active: list[IndexedMemory] = []  # the active memories as stored, for the brain
     for row in snapshot.rows:
         seen.add(row["memory_id"])
         current = existing.get(row["memory_id"])
@@ -191,6 +193,7 @@ def index_store(*, repository: Repository, snapshot: IndexSnapshot) -> Repositor
             current is None or current[_AT["status"]] != MemoryStatus.PROPOSED
         ):
             new_proposals.append(row)  # a new id, or one proposed again
+        stored = current  # the row as the table holds it after the swap (None: written now)
         if current is None:
             to_create.append(
                 (repository.team_id, repository.pk, now, row["memory_id"], *map(row.get, _FIELDS))
@@ -201,6 +204,12 @@ def index_store(*, repository: Repository, snapshot: IndexSnapshot) -> Repositor
             changed = tuple(name for name in _FIELDS if current[_AT[name]] != row[name])
             values = (current[0], *(row[name] for name in changed), now)
             to_update.setdefault(changed, []).append(values)
+            stored = None
+        if stored is None:
+            if row["status"] == MemoryStatus.ACTIVE:
+                active.append(IndexedMemory(row["memory_id"], *map(row.get, _MIRRORED)))
+        elif stored[_AT["status"]] == MemoryStatus.ACTIVE:
+            active.append(IndexedMemory(stored[1], *(stored[_AT[n]] for n in _MIRRORED)))
     insert_values(Memory, _NEW_FIELDS, to_create, batch_size=500)
     for fields, rows in to_update.items():
         update_values(Memory, [*fields, "indexed_at"], rows, batch_size=500)
@@ -224,8 +233,10 @@ def index_store(*, repository: Repository, snapshot: IndexSnapshot) -> Repositor
                 "problems": len(snapshot.problems),
             },
         )
-    # The brain holds exactly the active memories of this index (same transaction).
-    repository_indexed.send(sender=Repository, repository=repository, actor=None)
+    # The brain holds exactly the active memories of this index (same transaction); they are
+    # handed over as stored, in the order the brain reads them (code points).
+    active.sort(key=lambda memory: memory.memory_id)
+    repository_indexed.send(sender=Repository, repository=repository, actor=None, memories=active)
     return repository
 
 
