@@ -44,7 +44,10 @@ def copy_rows(
                 for row in rows:
                     copy.write_row(row)
             return []
-        scratch = connection.ops.quote_name(f"copy_scratch_{model._meta.db_table}")
+        # One scratch table per (table, column list): two callers naming different columns in
+        # one transaction (an import, then a mirror) must not share a table shaped by the first.
+        shape = hashlib.blake2s(names.encode(), digest_size=4).hexdigest()
+        scratch = connection.ops.quote_name(f"copy_scratch_{model._meta.db_table}_{shape}")
         cursor.execute(
             f"CREATE TEMP TABLE IF NOT EXISTS {scratch} ON COMMIT DROP AS "  # noqa: S608
             f"SELECT {names} FROM {table} WITH NO DATA"

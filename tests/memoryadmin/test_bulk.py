@@ -174,3 +174,34 @@ def test_it_sets_fields_of_existing_rows_json_included(team):
     assert (one.memory_type, one.metadata, one.valid_until) == ("decision", {"x": ["y"]}, WHEN)
     assert (two.memory_type, two.metadata, two.valid_until) == ("fact", {}, None)
     assert update_values(Chunk, ("memory_type",), []) == 0
+
+
+def test_two_column_lists_for_one_table_share_no_scratch_table_in_a_transaction(team):
+    """The scratch table is per column list: a narrower COPY before a wider one in the same
+    transaction (an import, then a mirror) must not find a table shaped by the first."""
+    from django.db import connection, transaction
+
+    from memoryadmin.bulk import copy_rows
+
+    if connection.vendor != "postgresql":
+        pytest.skip("COPY and its scratch tables are PostgreSQL's")
+    fields = [f for f in Chunk._meta.concrete_fields if not f.primary_key]
+    narrow = [f for f in fields if f.name != "valid_until"]  # nullable: left out of the first
+
+    def row(content: str, given: list) -> list:
+        chunk = _chunk(team, content, valid_until=WHEN)
+        return [f.get_db_prep_save(getattr(chunk, f.attname), connection) for f in given]
+
+    conflict = "ON CONFLICT DO NOTHING RETURNING content"
+    with transaction.atomic():
+        first = copy_rows(
+            Chunk, [f.column for f in narrow], [row("one", narrow)], conflict=conflict
+        )
+        second = copy_rows(
+            Chunk, [f.column for f in fields], [row("two", fields)], conflict=conflict
+        )
+    assert (first, second) == ([("one",)], [("two",)])
+    assert dict(Chunk.objects.filter(team=team).values_list("content", "valid_until")) == {
+        "one": None,
+        "two": WHEN,
+    }
