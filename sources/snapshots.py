@@ -176,6 +176,7 @@ def snapshot_create(
         manifest_body=result.manifest_body,
         fingerprint=fingerprint,
         raw_digest=result.raw_digest,
+        raw_entries=result.raw_entries,
         record_count=len(result.records),
         active_count=len(selection.active),
         rejected_count=len(result.rejections),
@@ -238,12 +239,12 @@ def snapshot_touch(
     rows: dict[str, StoredRecord],
     selection: om.Selection,
     now: datetime,
-    raw_digest: str,
+    raw: tuple[str, bytes],
 ) -> bool:
     """Same bytes as before: stamp the snapshot's retrieval time (records read theirs from
     it) and re-apply expiry to the records it flips. True when some record flipped. The raw
-    digest is stored again: a snapshot from before it existed (or from another reader
-    version) takes the raw check's short way from the next refresh on."""
+    digest and entries (`raw`) are stored again: a snapshot from before they existed (or
+    from another reader version) takes the raw check's short way from the next refresh on."""
     flipped = False
     for row in rows.values():
         active = row.record_id in selection.active
@@ -253,8 +254,8 @@ def snapshot_touch(
             flipped = True
     snapshot.retrieved_at = now
     snapshot.active_count = len(selection.active)
-    snapshot.raw_digest = raw_digest
-    snapshot.save(update_fields=["retrieved_at", "active_count", "raw_digest"])
+    snapshot.raw_digest, snapshot.raw_entries = raw
+    snapshot.save(update_fields=["retrieved_at", "active_count", "raw_digest", "raw_entries"])
     return flipped
 
 

@@ -12,9 +12,11 @@ an equal digest means parsing the same bytes again would give the same snapshot.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
-from collections.abc import Mapping
+import zlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,16 +38,37 @@ class RawDigest:
         head = f"openmemories-reader {READER_VERSION}\0{limits}\n{om.content_hash(manifest_body)}"
         self._hash = hashlib.sha256(head.encode())
 
-    def body(self, entry: om.Entry, body_hash: str) -> None:
-        self._hash.update(f"\n{entry.id}\0{entry.path}\0{body_hash}".encode())
+    def body(self, entry_id: str, path: str, body_hash: str) -> None:
+        self._hash.update(f"\n{entry_id}\0{path}\0{body_hash}".encode())
 
-    def refused(self, entry: om.Entry, rejection: om.Rejection) -> None:
+    def refused(self, entry_id: str, path: str, rejection: om.Rejection) -> None:
         """The fetch itself refused the entry (missing, outside the source, too large)."""
         reason = f"{rejection.code}\0{rejection.message}"
-        self._hash.update(f"\n{entry.id}\0{entry.path}\0!{reason}".encode())
+        self._hash.update(f"\n{entry_id}\0{path}\0!{reason}".encode())
 
     def hexdigest(self) -> str:
         return self._hash.hexdigest()
+
+
+def entries_pack(entries: Iterable[om.Entry]) -> bytes:
+    """The manifest's accepted entries, (id, path) in order, as a snapshot keeps them: the
+    next raw check of the same manifest bytes reads its files without parsing it again."""
+    pairs = [[e.id, e.path] for e in entries]
+    return zlib.compress(json.dumps(pairs, ensure_ascii=False).encode(), 1)
+
+
+def entries_unpack(packed: bytes) -> list[tuple[str, str]]:
+    return [(entry_id, path) for entry_id, path in json.loads(zlib.decompress(packed))]
+
+
+@dataclass(frozen=True)
+class Known:
+    """What the current snapshot was read from: its manifest's bytes and name, and its
+    accepted entries (`entries_pack`; empty for a snapshot stored before they were kept)."""
+
+    manifest: bytes
+    name: str
+    entries: bytes
 
 
 class BodySpool:
@@ -79,11 +102,11 @@ class BodySpool:
 
 @dataclass
 class RawCheck:
-    """One raw pass over a source: its digest, the parsed manifest (its name), the validators
-    the next read can ask with, and (when kept) what each request answered."""
+    """One raw pass over a source: its digest, the manifest's name, the validators the next
+    read can ask with, and (when kept) what each request answered."""
 
     digest: str
-    manifest: om.Manifest
+    name: str
     validators: dict[str, Validator]
     # key -> (body span or None for a 304, the validator) or the fetch's rejection
     answers: dict[str, Any] = field(default_factory=dict)
@@ -97,37 +120,52 @@ class RawCheck:
 def raw_check(
     fetcher: Fetcher,
     *,
-    previous_manifest: bytes,
+    known: Known,
     validators: Mapping[str, Validator],
     keep: bool = False,
 ) -> RawCheck:
     """Fetch the manifest and every entry's raw bytes (conditionally where a validator is
-    stored), hash them, parse nothing but the manifest. `keep`: remember every answer (bodies
-    in a temporary file) so a full read that follows fetches nothing twice (`Replay`).
-    Raises SourceError when the source as a whole fails, as the full read would."""
+    stored), hash them, parse nothing: the manifest only when its bytes are not the known
+    ones. `keep`: remember every answer (bodies in a temporary file) so a full read that
+    follows fetches nothing twice (`Replay`). Raises SourceError when the source as a whole
+    fails, as the full read would."""
     policy: FetchPolicy = fetcher.policy  # type: ignore[attr-defined]
     manifest_key = fetcher.manifest_key()
     got = fetcher.get_manifest(validators.get(manifest_key))
-    manifest_body = got.body if got.body is not None else previous_manifest
-    try:
-        manifest = om.parse_manifest(
-            manifest_body, max_bytes=policy.max_manifest_bytes, max_entries=policy.max_entries
-        )
-    except om.ManifestError as exc:
-        raise SourceError(exc.code, f"invalid manifest: {exc.message}") from exc
-    check = RawCheck("", manifest, {})
+    manifest_body = got.body if got.body is not None else known.manifest
+    if known.entries and manifest_body == known.manifest:
+        # the same bytes: the same entries (under other rules the digest differs anyway)
+        name, entries = known.name, entries_unpack(known.entries)
+    else:
+        try:
+            manifest = om.parse_manifest(
+                manifest_body, max_bytes=policy.max_manifest_bytes, max_entries=policy.max_entries
+            )
+        except om.ManifestError as exc:
+            raise SourceError(exc.code, f"invalid manifest: {exc.message}") from exc
+        name, entries = manifest.name, [(e.id, e.path) for e in manifest.entries]
+    check = RawCheck("", name, {})
     if keep:
         check.answers[manifest_key] = (check.bodies.add(manifest_body), got.validator)
     if got.validator.etag or got.validator.last_modified:
         check.validators[manifest_key] = got.validator
     digest = RawDigest(policy, manifest_body)
+    # a transport that has no validators to ask with may hash a body without the objects
+    # around it (LocalFetcher.raw_hash)
+    raw_hash = None if validators or keep else getattr(fetcher, "raw_hash", None)
     try:
-        for entry in manifest.entries:
-            key = fetcher.record_key(entry.path)
+        for entry_id, path in entries:
+            if raw_hash is not None:
+                try:
+                    digest.body(entry_id, path, raw_hash(path))
+                except om.Rejection as exc:
+                    digest.refused(entry_id, path, exc)
+                continue
+            key = fetcher.record_key(path)
             try:
-                got = fetcher.get_record(entry.path, validators.get(key))
+                got = fetcher.get_record(path, validators.get(key))
             except om.Rejection as exc:
-                digest.refused(entry, exc)
+                digest.refused(entry_id, path, exc)
                 if keep:
                     check.answers[key] = exc
                 continue
@@ -137,7 +175,7 @@ def raw_check(
                 body_hash = got.validator.content_hash or "unknown"
             else:
                 body_hash = got.validator.content_hash or om.content_hash(got.body)
-            digest.body(entry, body_hash)
+            digest.body(entry_id, path, body_hash)
             if keep:
                 span = None if got.body is None else check.bodies.add(got.body)
                 check.answers[key] = (span, got.validator)

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from formats import openmemories as om
 from sources.fetchers import Fetcher, LocationError, SourceError, Validator
-from sources.fetchers.raw import RawDigest
+from sources.fetchers.raw import RawDigest, entries_pack
 
 # ----------------------------------------------------------------------------- locations
 
@@ -185,6 +185,7 @@ class ReadResult:
     digest: Any = field(default=None, repr=False)
     # what decides, from raw bytes alone, that the next read is unchanged (sources.fetchers.raw)
     raw_digest: str = ""
+    raw_entries: bytes = b""  # the accepted entries, for the next raw check (entries_pack)
 
     def fingerprint(self) -> str:
         """Equal fingerprints mean an identical snapshot (same manifest and record bytes): the
@@ -284,7 +285,7 @@ def read_source(
                     if got.validator.etag or got.validator.last_modified:
                         new_validators[key] = got.validator
                     if before.id == entry.id:
-                        raw.body(entry, got.validator.content_hash)
+                        raw.body(entry.id, entry.path, got.validator.content_hash)
                         keep(entry, before, True)
                         reused += 1
                         continue
@@ -294,7 +295,7 @@ def read_source(
                 body = got.body or b""
                 # the transports hash what they read (their validator): not hashed again
                 body_hash = got.validator.content_hash or om.content_hash(body)
-                raw.body(entry, body_hash)
+                raw.body(entry.id, entry.path, body_hash)
                 fetched = True
                 if (
                     before is not None
@@ -314,7 +315,7 @@ def read_source(
                 keep(entry, record, False)
             except om.Rejection as exc:
                 if not fetched:
-                    raw.refused(entry, exc)
+                    raw.refused(entry.id, entry.path, exc)
                 rejections.append(
                     om.Rejection(exc.code, exc.message, exc.line, entry.path, exc.id or entry.id)
                 )
@@ -336,4 +337,5 @@ def read_source(
         ordered=bool(order[0]),
         digest=digest,
         raw_digest=raw.hexdigest(),
+        raw_entries=entries_pack(manifest.entries),
     )

@@ -17,7 +17,7 @@ from sources import fetchers
 from sources.credentials import scrub, source_credential
 from sources.fetchers.factory import make_fetcher
 from sources.fetchers.local import LocalFetcher
-from sources.fetchers.raw import RawCheck, Replay, raw_check
+from sources.fetchers.raw import Known, RawCheck, Replay, raw_check
 from sources.fetchers.read import ReadResult, read_source
 from sources.models import RefreshRun, RunStatus, Source, SourceKind, SourceState
 from sources.services.lifecycle import LOCAL_NEEDS_SUPERUSER, LOCAL_SHARED, local_overlap
@@ -155,9 +155,10 @@ def _read(
         if isinstance(fetcher, LocalFetcher):
             _local_check(source, fetcher)
         manifest = bytes(snapshot.manifest_body) if snapshot is not None else None
-        if snapshot is not None and snapshot.raw_digest:
+        if snapshot is not None and manifest is not None and snapshot.raw_digest:
             keep = source.kind == SourceKind.HTTPS  # a local file is cheaper read again
-            check = raw_check(fetcher, previous_manifest=manifest, validators=stored, keep=keep)
+            known = Known(manifest, snapshot.manifest_name, bytes(snapshot.raw_entries))
+            check = raw_check(fetcher, known=known, validators=stored, keep=keep)
             if check.digest == snapshot.raw_digest:
                 return check, {}, stored
             if keep:

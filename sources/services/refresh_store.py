@@ -158,7 +158,9 @@ def refresh_succeeded(
             current.delete()
     else:
         snapshot = current
-        flipped = snapshot_touch(snapshot, rows, selection, now, result.raw_digest)
+        flipped = snapshot_touch(
+            snapshot, rows, selection, now, (result.raw_digest, result.raw_entries)
+        )
     if source.kind == SourceKind.HTTPS:
         validators_store(source, result.validators)
     # The brain's mirror takes the served records in record id order, a batch at a time
@@ -194,7 +196,7 @@ def refresh_unchanged(
     source = (
         Source.objects.select_for_update(of=("self",))
         .select_related("team", "current_snapshot")
-        .defer("current_snapshot__manifest_body")
+        .defer("current_snapshot__manifest_body", "current_snapshot__raw_entries")
         .get(pk=source_id)
     )
     run = RefreshRun.objects.get(pk=run_id)
@@ -211,7 +213,7 @@ def refresh_unchanged(
         source,
         run,
         snapshot,
-        name=check.manifest.name,
+        name=check.name,
         changed=False,
         flipped=flipped,
         counts=(0, snapshot.record_count),

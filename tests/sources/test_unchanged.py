@@ -165,8 +165,9 @@ def test_a_lower_limit_that_now_rejects_a_record_is_read_in_full(team, tmp_path,
     source.refresh_from_db()
     assert run.status == RunStatus.FAILED and source.health == Health.STALE
     assert source.current_snapshot_id == kept
+    full_reads.clear()
     run = _refresh(source)  # the default limits again: the big record is back
-    assert full_reads == [source.identity] * 2 and run.changed and run.rejected_count == 0
+    assert full_reads == [source.identity] and run.changed and run.rejected_count == 0
     assert [r[0] for r in _records(source)] == ["a", "big"]
     with override_settings(SOURCE_MAX_MANIFEST_BYTES=100):
         run = refresh.source_refresh(source_id=source.pk)
@@ -310,3 +311,13 @@ def test_a_changed_https_record_is_fetched_once_and_read_in_full(https_server, t
     assert [r[2] for r in _records(source)] == ["A record", "Edited"]
     full_reads.clear()
     assert not _refresh(source).changed and full_reads == []
+
+
+def test_a_snapshot_without_its_entries_parses_the_manifest_and_stays_unchanged(
+    team, tmp_path, full_reads
+):
+    source = _source(team, tmp_path)
+    Snapshot.objects.filter(pk=source.current_snapshot_id).update(raw_entries=b"")
+    full_reads.clear()
+    run = _refresh(source)
+    assert full_reads == [] and not run.changed and run.record_count == 2
