@@ -31,6 +31,9 @@ from webhooks.emit import event_emit
 
 logger = logging.getLogger("sources.services.refresh")
 
+# what the swap never reads of the current snapshot (the read had them)
+SNAPSHOT_BYTES = ("current_snapshot__manifest_body", "current_snapshot__raw_entries")
+
 
 def _finish_run(
     run: RefreshRun, status: str, started: datetime, clock: float, **fields: Any
@@ -141,6 +144,7 @@ def refresh_succeeded(
     source = (
         Source.objects.select_for_update(of=("self",))
         .select_related("team", "current_snapshot")
+        .defer(*SNAPSHOT_BYTES)
         .get(pk=source_id)
     )
     run = RefreshRun.objects.get(pk=run_id)
@@ -196,7 +200,7 @@ def refresh_unchanged(
     source = (
         Source.objects.select_for_update(of=("self",))
         .select_related("team", "current_snapshot")
-        .defer("current_snapshot__manifest_body", "current_snapshot__raw_entries")
+        .defer(*SNAPSHOT_BYTES)
         .get(pk=source_id)
     )
     run = RefreshRun.objects.get(pk=run_id)
