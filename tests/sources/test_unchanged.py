@@ -321,3 +321,16 @@ def test_a_snapshot_without_its_entries_parses_the_manifest_and_stays_unchanged(
     full_reads.clear()
     run = _refresh(source)
     assert full_reads == [] and not run.changed and run.record_count == 2
+
+
+def test_the_kept_entries_give_back_every_id_and_path_in_order() -> None:
+    from formats import openmemories as om
+
+    entries = [
+        om.Entry("a\ud800é", "records/\u2028x.md"),
+        om.Entry('q"\\', "records/\x01.md"),
+        om.Entry("z", "z.md"),
+    ]
+    packed = raw.entries_pack(entries)
+    assert raw.entries_unpack(packed) == [(e.id, e.path) for e in entries]
+    assert raw.entries_unpack(raw.entries_pack([])) == []
