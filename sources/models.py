@@ -119,6 +119,12 @@ class Snapshot(models.Model):
     # Kept so a 304 on the manifest can be parsed again without downloading it.
     manifest_body = models.BinaryField(default=b"")
     fingerprint = models.CharField(max_length=64)
+    # sources.fetchers.raw: equal at the next read means the same bytes under the same rules,
+    # so the refresh keeps this snapshot without parsing anything (blank: always read in full)
+    raw_digest = models.CharField(max_length=64, blank=True, default="")
+    # the manifest's accepted entries (sources.fetchers.raw.entries_pack): the raw check of
+    # the same manifest bytes reads the files without parsing the manifest again
+    raw_entries = models.BinaryField(blank=True, default=b"")
     record_count = models.PositiveIntegerField(default=0)
     active_count = models.PositiveIntegerField(default=0)
     rejected_count = models.PositiveIntegerField(default=0)

@@ -1,6 +1,7 @@
 """Storing what a refresh read: the previous snapshot's records as values (`previous_state`),
 a new snapshot with its records, rejections and problems (`snapshot_create`), or the same
-snapshot stamped again (`snapshot_touch`)."""
+snapshot stamped again (`snapshot_touch` after a full read, `snapshot_keep` after a raw check
+found the same bytes)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db.models import Q
+
 from formats import openmemories as om
 from memoryadmin.batching import for_batches
-from memoryadmin.bulk import insert_values, json_loads, stream_rows
+from memoryadmin.bulk import bulk_insert, insert_values, json_loads, stream_rows
 from sources.fetchers import Validator
-from sources.fetchers.read import ReadResult
+from sources.fetchers.read import ReadResult, SelectionKey
 from sources.models import HttpValidator, Problem, Record, Rejection, Snapshot, Source
 
 INSERT_BATCH = 500
@@ -120,23 +123,45 @@ class StoredRecords(Mapping[str, Any]):
         return len(self._rows)
 
 
-def previous_state(
-    source: Source,
-) -> tuple[Snapshot | None, dict[str, StoredRecord], dict[str, Validator]]:
-    snapshot = source.current_snapshot
-    rows: dict[str, StoredRecord] = {}
-    if snapshot is not None:
-        values = Record.objects.filter(snapshot=snapshot).order_by().values_list(*PREVIOUS_FIELDS)
-        # tuples straight from psycopg: Django's converters were half of an unchanged refresh
-        rows = {
-            row[1]: StoredRecord(*row)
-            for row in stream_rows(values, itersize=2000, json_loads=json_loads)
-        }
-    validators = {
-        v.url: Validator(v.etag, v.last_modified, v.content_hash)
-        for v in HttpValidator.objects.filter(source=source)
+def previous_rows(snapshot: Snapshot | None) -> dict[str, StoredRecord]:
+    """The last snapshot's records by path, for a full read to reuse by hash."""
+    if snapshot is None:
+        return {}
+    values = Record.objects.filter(snapshot=snapshot).order_by().values_list(*PREVIOUS_FIELDS)
+    # tuples straight from psycopg: Django's converters were half of an unchanged refresh
+    return {
+        row[1]: StoredRecord(*row)
+        for row in stream_rows(values, itersize=2000, json_loads=json_loads)
     }
-    return snapshot, rows, validators
+
+
+def stored_validators(source: Source) -> dict[str, Validator]:
+    return {
+        url: Validator(etag, last_modified, content_hash)
+        for url, etag, last_modified, content_hash in HttpValidator.objects.filter(
+            source=source
+        ).values_list("url", "etag", "last_modified", "content_hash")
+    }
+
+
+def validators_store(source: Source, validators: Mapping[str, Validator]) -> None:
+    """What the next read of an HTTPS source asks conditionally with, replacing the last."""
+    HttpValidator.objects.filter(source=source).delete()
+    bulk_insert(
+        HttpValidator,
+        [
+            HttpValidator(
+                source=source,
+                url=url,
+                etag=v.etag[:500],
+                last_modified=v.last_modified[:100],
+                content_hash=v.content_hash,
+            )
+            for url, v in validators.items()
+            if v.etag or v.last_modified
+        ],
+        batch_size=INSERT_BATCH,
+    )
 
 
 def snapshot_create(
@@ -150,6 +175,8 @@ def snapshot_create(
         manifest_entries=result.entries + len(result.manifest.rejected),
         manifest_body=result.manifest_body,
         fingerprint=fingerprint,
+        raw_digest=result.raw_digest,
+        raw_entries=result.raw_entries,
         record_count=len(result.records),
         active_count=len(selection.active),
         rejected_count=len(result.rejections),
@@ -208,10 +235,16 @@ def snapshot_create(
 
 
 def snapshot_touch(
-    snapshot: Snapshot, rows: dict[str, StoredRecord], selection: om.Selection, now: datetime
+    snapshot: Snapshot,
+    rows: dict[str, StoredRecord],
+    selection: om.Selection,
+    now: datetime,
+    raw: tuple[str, bytes],
 ) -> bool:
     """Same bytes as before: stamp the snapshot's retrieval time (records read theirs from
-    it) and re-apply expiry to the records it flips. True when some record flipped."""
+    it) and re-apply expiry to the records it flips. True when some record flipped. The raw
+    digest and entries (`raw`) are stored again: a snapshot from before they existed (or
+    from another reader version) takes the raw check's short way from the next refresh on."""
     flipped = False
     for row in rows.values():
         active = row.record_id in selection.active
@@ -221,5 +254,48 @@ def snapshot_touch(
             flipped = True
     snapshot.retrieved_at = now
     snapshot.active_count = len(selection.active)
+    snapshot.raw_digest, snapshot.raw_entries = raw
+    snapshot.save(update_fields=["retrieved_at", "active_count", "raw_digest", "raw_entries"])
+    return flipped
+
+
+# the records whose state time can change: an expiry, or a replacement (whose target's state
+# the selection decides together with the replacement's own)
+TIMED = Q(expires__isnull=False) | ~Q(supersedes=[])
+
+
+def snapshot_keep(snapshot: Snapshot, *, selected_at: datetime, now: datetime) -> bool:
+    """The raw check found the same bytes under the same rules: only time can have changed
+    what the snapshot serves. Apply the selection again as `snapshot_touch` does, over the
+    records with an expiry or a replacement (and the ids they replace) alone: every other
+    record is active and stays so. Stamps the retrieval time; True when some record flipped."""
+    timed = list(
+        Record.objects.filter(snapshot=snapshot)
+        .filter(TIMED)
+        .order_by()
+        .values_list("pk", "record_id", "expires", "supersedes", "active", "inactive_reason")
+    )
+    keys: dict[str, Any] = {
+        record_id: SelectionKey(record_id, tuple(supersedes), expires)
+        for _, record_id, expires, supersedes, _, _ in timed
+    }
+    targets = sorted({t for key in keys.values() for t in key.supersedes} - keys.keys())
+    for batch in for_batches(iter(targets), 1000):
+        held = Record.objects.filter(snapshot=snapshot, record_id__in=batch).order_by()
+        # a replaced record with no expiry or replacement of its own: its state cannot move
+        # with time, but the selection must know it exists (else "supersedes-missing")
+        keys.update(
+            (t, SelectionKey(t, (), None)) for t in held.values_list("record_id", flat=True)
+        )
+    selection = om.select_by_id(keys, now=selected_at)
+    flipped = False
+    for pk, record_id, _, _, was_active, was_reason in timed:
+        active = record_id in selection.active
+        reason = selection.inactive.get(record_id, "")
+        if was_active != active or was_reason != reason:
+            Record.objects.filter(pk=pk).update(active=active, inactive_reason=reason)
+            flipped = True
+    snapshot.retrieved_at = now
+    snapshot.active_count = snapshot.record_count - len(selection.inactive)
     snapshot.save(update_fields=["retrieved_at", "active_count"])
     return flipped

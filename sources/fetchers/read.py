@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from formats import openmemories as om
 from sources.fetchers import Fetcher, LocationError, SourceError, Validator
+from sources.fetchers.raw import RawDigest, entries_pack
 
 # ----------------------------------------------------------------------------- locations
 
@@ -145,7 +146,7 @@ class RecordSpool:
         self.close()
 
 
-class _Key(NamedTuple):
+class SelectionKey(NamedTuple):
     """What the selection needs of a record (expiry and replacement), without its text; one
     shared `_PLAIN` stands for every record with neither."""
 
@@ -157,7 +158,7 @@ class _Key(NamedTuple):
         return self.expires is not None and self.expires <= now
 
 
-_PLAIN = _Key("", (), None)
+_PLAIN = SelectionKey("", (), None)
 
 
 @dataclass
@@ -182,6 +183,9 @@ class ReadResult:
     ordered: bool = False
     # the fingerprint's hash over the manifest and the records, fed as they were read
     digest: Any = field(default=None, repr=False)
+    # what decides, from raw bytes alone, that the next read is unchanged (sources.fetchers.raw)
+    raw_digest: str = ""
+    raw_entries: bytes = b""  # the accepted entries, for the next raw check (entries_pack)
 
     def fingerprint(self) -> str:
         """Equal fingerprints mean an identical snapshot (same manifest and record bytes): the
@@ -246,8 +250,9 @@ def read_source(
     except om.ManifestError as exc:
         raise SourceError(exc.code, f"invalid manifest: {exc.message}") from exc
     records = RecordSpool(previous_records)
-    keys: dict[str, _Key] = {}  # record id -> what the selection needs
+    keys: dict[str, SelectionKey] = {}  # record id -> what the selection needs
     digest = hashlib.sha256(om.content_hash(manifest_body).encode())
+    raw = RawDigest(fetcher.policy, manifest_body)  # type: ignore[attr-defined]
     rejections: list[om.Rejection] = list(manifest.rejected)
     parsed = reused = 0
     order = [True, ""]  # [ids ascending so far, the last id]
@@ -258,7 +263,9 @@ def read_source(
             order[:] = [not order[1] or entry.id > order[1], entry.id]
         # the entry's id is the record's (checked): one string for both
         special = record.supersedes or record.expires is not None
-        keys[entry.id] = _Key(entry.id, record.supersedes, record.expires) if special else _PLAIN
+        keys[entry.id] = (
+            SelectionKey(entry.id, record.supersedes, record.expires) if special else _PLAIN
+        )
         digest.update(f"\n{entry.id}\0{entry.path}\0{record.content_hash}".encode())
 
     try:
@@ -271,12 +278,14 @@ def read_source(
                 if before is not None and old and old.content_hash == before.content_hash
                 else None
             )
+            fetched = False  # a rejection before this is the fetch's, after it the parse's
             try:
                 got = fetcher.get_record(entry.path, conditional)
                 if got.body is None and before is not None:
                     if got.validator.etag or got.validator.last_modified:
                         new_validators[key] = got.validator
                     if before.id == entry.id:
+                        raw.body(entry.id, entry.path, got.validator.content_hash)
                         keep(entry, before, True)
                         reused += 1
                         continue
@@ -286,6 +295,8 @@ def read_source(
                 body = got.body or b""
                 # the transports hash what they read (their validator): not hashed again
                 body_hash = got.validator.content_hash or om.content_hash(body)
+                raw.body(entry.id, entry.path, body_hash)
+                fetched = True
                 if (
                     before is not None
                     and before.content_hash == body_hash
@@ -303,6 +314,8 @@ def read_source(
                 )
                 keep(entry, record, False)
             except om.Rejection as exc:
+                if not fetched:
+                    raw.refused(entry.id, entry.path, exc)
                 rejections.append(
                     om.Rejection(exc.code, exc.message, exc.line, entry.path, exc.id or entry.id)
                 )
@@ -323,4 +336,6 @@ def read_source(
         entries=len(manifest.entries),
         ordered=bool(order[0]),
         digest=digest,
+        raw_digest=raw.hexdigest(),
+        raw_entries=entries_pack(manifest.entries),
     )

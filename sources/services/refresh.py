@@ -6,41 +6,23 @@ from __future__ import annotations
 import logging
 import time
 from datetime import datetime
-from typing import Any
 
 from django.conf import settings
 from django.db import OperationalError, transaction
 from django.utils import timezone
 
 from memoryadmin.audit import Actor, audit_record
-from memoryadmin.bulk import bulk_insert
 from memoryadmin.locks import named_lock
 from sources import fetchers
 from sources.credentials import scrub, source_credential
 from sources.fetchers.factory import make_fetcher
 from sources.fetchers.local import LocalFetcher
+from sources.fetchers.raw import Known, RawCheck, Replay, raw_check
 from sources.fetchers.read import ReadResult, read_source
-from sources.models import (
-    Health,
-    HttpValidator,
-    RefreshRun,
-    RunStatus,
-    Source,
-    SourceKind,
-    SourceState,
-)
+from sources.models import RefreshRun, RunStatus, Source, SourceKind, SourceState
 from sources.services.lifecycle import LOCAL_NEEDS_SUPERUSER, LOCAL_SHARED, local_overlap
-from sources.signals import announce
-from sources.snapshots import (
-    INSERT_BATCH,
-    StoredRecord,
-    StoredRecords,
-    previous_state,
-    snapshot_create,
-    snapshot_touch,
-)
-from webhooks import events as webhook_events
-from webhooks.emit import event_emit
+from sources.services.refresh_store import refresh_failed, refresh_succeeded, refresh_unchanged
+from sources.snapshots import StoredRecord, StoredRecords, previous_rows, stored_validators
 
 logger = logging.getLogger(__name__)
 
@@ -124,42 +106,25 @@ def _refresh(*, source_id: int, run_id: int | None, trigger: str) -> RefreshRun:
         return run
     RefreshRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, started_at=started)
     credential = fetchers.Credential()
-    fetcher: fetchers.Fetcher | None = None
     try:
-        snapshot, rows, validators = previous_state(source)
         credential = source_credential(source)
-        fetcher = make_fetcher(
-            source.kind,
-            source.identity,
-            policy=fetchers.policy_from_settings(),
-            credential=credential,
-        )
-        if isinstance(fetcher, LocalFetcher):
-            _local_check(source, fetcher)
-        result = read_source(
-            fetcher,
-            now=started,
-            previous_records=StoredRecords(rows),
-            previous_manifest=bytes(snapshot.manifest_body) if snapshot is not None else None,
-            validators=validators,
-        )
+        read, rows, stored = _read(source, credential, started)
     except fetchers.SourceError as exc:
         message = scrub(exc.message, credential)
-        return _refresh_failed(source.pk, run.pk, exc.code, message, exc.health, started, clock)
+        return refresh_failed(source.pk, run.pk, exc.code, message, exc.health, started, clock)
     except ValueError as exc:  # a stored credential the current key cannot decrypt
-        return _refresh_failed(source.pk, run.pk, "credential", str(exc), "stale", started, clock)
+        return refresh_failed(source.pk, run.pk, "credential", str(exc), "stale", started, clock)
     except OperationalError:
         raise  # the database is unavailable: the task retries this run
     except Exception as exc:  # a bug must fail the run visibly, never leave it running
         logger.exception("source %s refresh %s: reading failed", source.pk, run.pk)
         message = scrub(f"reading the source failed: {_error_text(exc)}", credential)
-        return _refresh_failed(source.pk, run.pk, "read-failed", message, "stale", started, clock)
-    finally:
-        if fetcher is not None:
-            fetcher.close()
-    result.drop_entries()
+        return refresh_failed(source.pk, run.pk, "read-failed", message, "stale", started, clock)
     try:
-        return _refresh_succeeded(source.pk, run.pk, result, rows, started, clock)
+        if isinstance(read, RawCheck):
+            return refresh_unchanged(source.pk, run.pk, read, stored, started, clock)
+        read.drop_entries()
+        return refresh_succeeded(source.pk, run.pk, read, rows, started, clock)
     except (OperationalError, Source.DoesNotExist, RefreshRun.DoesNotExist):
         raise  # retried by the task, or the source was deleted meanwhile (the run ends `gone`)
     except Exception as exc:
@@ -168,9 +133,49 @@ def _refresh(*, source_id: int, run_id: int | None, trigger: str) -> RefreshRun:
         # are served with `stale: true` instead of as if they were current.
         logger.exception("source %s refresh %s: storing the result failed", source.pk, run.pk)
         message = scrub(f"storing the refresh failed: {_error_text(exc)}", credential)
-        return _refresh_failed(source.pk, run.pk, "store-failed", message, "stale", started, clock)
+        return refresh_failed(source.pk, run.pk, "store-failed", message, "stale", started, clock)
     finally:
-        result.close()  # the spooled records' temporary file
+        read.close()  # the spooled records' (or kept bodies') temporary file
+
+
+def _read(
+    source: Source, credential: fetchers.Credential, started: datetime
+) -> tuple[ReadResult | RawCheck, dict[str, StoredRecord], dict[str, fetchers.Validator]]:
+    """Read the source, outside any transaction. First the raw check (sources.fetchers.raw):
+    when its digest is the current snapshot's, the same bytes were read under the same rules
+    and it is returned as is, nothing parsed and no stored record loaded. Otherwise the full
+    read, reusing the last snapshot's records by hash (an HTTPS check's answers are replayed,
+    not fetched again). Returns the read, the last snapshot's rows, the stored validators."""
+    snapshot = source.current_snapshot
+    stored = stored_validators(source) if source.kind == SourceKind.HTTPS else {}
+    fetcher: fetchers.Fetcher = make_fetcher(
+        source.kind, source.identity, policy=fetchers.policy_from_settings(), credential=credential
+    )
+    try:
+        if isinstance(fetcher, LocalFetcher):
+            _local_check(source, fetcher)
+        manifest = bytes(snapshot.manifest_body) if snapshot is not None else None
+        if snapshot is not None and manifest is not None and snapshot.raw_digest:
+            keep = source.kind == SourceKind.HTTPS  # a local file is cheaper read again
+            known = Known(manifest, snapshot.manifest_name, bytes(snapshot.raw_entries))
+            check = raw_check(fetcher, known=known, validators=stored, keep=keep)
+            if check.digest == snapshot.raw_digest:
+                return check, {}, stored
+            if keep:
+                fetcher = Replay(fetcher, check)
+            else:
+                check.close()
+        rows = previous_rows(snapshot)
+        result = read_source(
+            fetcher,
+            now=started,
+            previous_records=StoredRecords(rows),
+            previous_manifest=manifest,
+            validators=stored,
+        )
+        return result, rows, stored
+    finally:
+        fetcher.close()
 
 
 def _error_text(exc: BaseException) -> str:
@@ -190,198 +195,3 @@ def _local_check(source: Source, fetcher: LocalFetcher) -> None:
     folder = str(fetcher.root())
     if local_overlap(team=source.team, folder=folder):
         raise fetchers.SourceError("folder-shared", LOCAL_SHARED)
-
-
-def _finish_run(
-    run: RefreshRun, status: str, started: datetime, clock: float, **fields: Any
-) -> None:
-    run.status = status
-    run.started_at = run.started_at or started
-    run.finished_at = timezone.now()
-    run.duration_ms = int((time.monotonic() - clock) * 1000)
-    for name, value in fields.items():
-        setattr(run, name, value)
-    run.save()
-
-
-def _health_change(source: Source, previous: str, reason: str) -> None:
-    if source.health == previous:
-        return
-    audit_record(
-        actor=Actor.system(),
-        action="source.health",
-        team=source.team,
-        target=source,
-        summary=f"{source.label} is now {source.health} (was {previous})",
-        data={"from": previous, "to": source.health, "reason": reason},
-    )
-    _health_event(source, previous, reason)
-
-
-def _health_event(source: Source, previous: str, reason: str) -> None:
-    """Tell the team's webhooks: stale, denied, or recovered (fresh again after stale/denied)."""
-    if source.health in (Health.STALE, Health.FAILED):
-        event = webhook_events.SOURCE_STALE  # `to` says which
-    elif source.health == Health.DENIED:
-        event = webhook_events.SOURCE_DENIED
-    elif source.health == Health.FRESH and previous in (Health.STALE, Health.DENIED, Health.FAILED):
-        event = webhook_events.SOURCE_RECOVERED
-    else:
-        return  # never -> fresh is a first refresh, not a recovery
-    event_emit(
-        team=source.team,
-        event=event,
-        data={
-            "source": source.pk,
-            "label": source.label,
-            "identity": source.identity,
-            "kind": source.kind,
-            "state": source.state,
-            "from": previous,
-            "to": source.health,
-            "reason": reason,
-            # Already scrubbed of the credential by source_refresh; identities never carry one.
-            "error": source.last_error,
-        },
-    )
-
-
-@transaction.atomic
-def _refresh_failed(
-    source_id: int,
-    run_id: int,
-    code: str,
-    message: str,
-    health: str,
-    started: datetime,
-    clock: float,
-) -> RefreshRun:
-    source = Source.objects.select_for_update(of=("self",)).select_related("team").get(pk=source_id)
-    run = RefreshRun.objects.get(pk=run_id)
-    previous = source.health
-    now = timezone.now()
-    if health == Health.DENIED:
-        source.health = Health.DENIED
-        source.denied_since = source.denied_since or now
-    elif source.current_snapshot_id is None and source.last_success_at is None:
-        source.health = Health.FAILED  # no good copy to fall back on: not "stale"
-        source.stale_since = source.stale_since or now
-    else:
-        source.health = Health.STALE
-        source.stale_since = source.stale_since or now
-    source.last_attempt_at = started
-    source.last_error_code = code
-    source.last_error = message
-    source.save()
-    status = RunStatus.DENIED if health == Health.DENIED else RunStatus.FAILED
-    _finish_run(run, status, started, clock, error_code=code, error=message)
-    audit_record(
-        actor=Actor.system(),
-        action="source.refresh",
-        team=source.team,
-        target=source,
-        summary=f"Refresh of {source.label} {status}: {message}",
-        data={"run": run.pk, "outcome": status, "code": code},
-    )
-    _health_change(source, previous, code)
-    announce(source)
-    logger.warning("source %s refresh %s: %s", source.pk, status, code)
-    return run
-
-
-@transaction.atomic
-def _refresh_succeeded(
-    source_id: int,
-    run_id: int,
-    result: ReadResult,
-    rows: dict[str, StoredRecord],
-    started: datetime,
-    clock: float,
-) -> RefreshRun:
-    source = (
-        Source.objects.select_for_update(of=("self",))
-        .select_related("team", "current_snapshot")
-        .get(pk=source_id)
-    )
-    run = RefreshRun.objects.get(pk=run_id)
-    now = timezone.now()
-    selection = result.selection
-    fingerprint = result.fingerprint()
-    current = source.current_snapshot
-    changed = current is None or current.fingerprint != fingerprint
-    flipped = False
-    if changed:
-        snapshot = snapshot_create(source, result, fingerprint, now)
-        source.current_snapshot = snapshot
-        source.save(update_fields=["current_snapshot"])
-        if current is not None:
-            current.delete()
-    else:
-        snapshot = current
-        flipped = snapshot_touch(snapshot, rows, selection, now)
-    if source.kind == SourceKind.HTTPS:
-        HttpValidator.objects.filter(source=source).delete()
-        bulk_insert(
-            HttpValidator,
-            [
-                HttpValidator(
-                    source=source,
-                    url=url,
-                    etag=v.etag[:500],
-                    last_modified=v.last_modified[:100],
-                    content_hash=v.content_hash,
-                )
-                for url, v in result.validators.items()
-                if v.etag or v.last_modified
-            ],
-            batch_size=INSERT_BATCH,
-        )
-    previous = source.health
-    # The brain mirrors records, expiry, the source's name and its stale flag: when none of
-    # them moved, its reconcile (a pass over every record and chunk) has nothing to do.
-    mirror_current = (
-        not changed
-        and not flipped
-        and previous == Health.FRESH
-        and source.display_name == result.manifest.name[:200]
-    )
-    source.display_name = result.manifest.name[:200]
-    source.health = Health.FRESH
-    source.last_attempt_at = started
-    source.last_success_at = now
-    source.last_error_code = ""
-    source.last_error = ""
-    source.stale_since = None
-    source.denied_since = None
-    source.save()
-    _finish_run(
-        run,
-        RunStatus.SUCCEEDED,
-        started,
-        clock,
-        changed=changed,
-        record_count=snapshot.record_count,
-        active_count=snapshot.active_count,
-        rejected_count=snapshot.rejected_count,
-        problem_count=snapshot.problem_count,
-        parsed_count=result.parsed,
-        reused_count=result.reused,
-    )
-    audit_record(
-        actor=Actor.system(),
-        action="source.refresh",
-        team=source.team,
-        target=source,
-        summary=(
-            f"Refreshed {source.label}: {snapshot.active_count} active, "
-            f"{snapshot.rejected_count} rejected" + ("" if changed else " (unchanged)")
-        ),
-        data={"run": run.pk, "outcome": RunStatus.SUCCEEDED, "changed": changed},
-    )
-    _health_change(source, previous, "refresh succeeded")
-    if not mirror_current:
-        # The brain's mirror takes the served records in record id order, a batch at a time
-        # (holding them all, with the chunks made of them, grew the refresh's memory with
-        # the source): from the spool when they were read in that order, else read back.
-        announce(source, records=result.served() if result.ordered else None)
-    return run
