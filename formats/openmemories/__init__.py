@@ -4,6 +4,11 @@ No Django import. `from formats import openmemories as om` reads every public na
 `model` (constants and result types), `text` (string faults, timestamps, URIs), `records`
 (record files), `manifest` (memories.json and its paths) and `selection` (expiry and
 replacement).
+
+A change to what these rules accept, reject or produce must bump
+`sources.fetchers.raw.READER_VERSION`: an unchanged refresh is decided from the raw bytes
+alone, so a snapshot stored under the old rules would otherwise be kept as if read under the
+new ones.
 """
 
 from __future__ import annotations
