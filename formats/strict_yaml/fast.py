@@ -37,6 +37,8 @@ try:
         SequenceStartEvent,
         StreamEndEvent,
     )
+    from yaml.nodes import MappingNode
+    from yaml.nodes import ScalarNode as LibyamlScalarNode
 except ImportError:  # pragma: no cover - PyYAML built without libyaml: the reference reads all
     CParser = None
 
@@ -47,6 +49,34 @@ AVAILABLE = CParser is not None
 # (`a:<tab>1`, `a: b<tab>`) where libyaml skips it. A document holding one of these characters
 # goes to the reference reader (a tab inside a quoted or block string too: rare in front matter).
 NEEDS_REFERENCE = re.compile("[\t\x85\u2028\u2029]")
+
+
+def needs_reference(source: str) -> bool:
+    """NEEDS_REFERENCE.search(source), by str's own scans (a character class is ~10x slower);
+    `isascii` is O(1), and an ASCII text holds none of the three separators."""
+    return "\t" in source or (
+        not source.isascii() and ("\x85" in source or "\u2028" in source or "\u2029" in source)
+    )
+
+
+# A source the composer path may read: no tag ('!'), anchor ('&') or alias ('*') can be in
+# it, no escape ('\\': so no NUL), no directive ('%' opening a line); and short, so that
+# libyaml's composer, which recurses in C, nests at most a few thousand levels even where
+# libyaml is built without its nesting limit.
+_COMPOSED_MAX_CHARS = 4096
+_DIRECTIVE = re.compile("(?:\\A|[\r\n\x85\u2028\u2029])%")  # '%' opening a line, to libyaml
+
+
+def _composable(source: str) -> bool:
+    return (
+        len(source) <= _COMPOSED_MAX_CHARS
+        and "!" not in source
+        and "&" not in source
+        and "*" not in source
+        and "\\" not in source
+        and ("%" not in source or _DIRECTIVE.search(source) is None)
+    )
+
 
 _STR, _MAP, _SEQ = CORE + "str", CORE + "map", CORE + "seq"
 _INT, _FLOAT, _BOOL, _NULL = CORE + "int", CORE + "float", CORE + "bool", CORE + "null"
@@ -68,6 +98,13 @@ class Defer(Exception):
 
 def read_mapping(source: str) -> tuple[dict[str, Any], dict[str, int]]:
     """The strict mapping `source` holds, and each top-level key's file line; or `Defer`."""
+    if _composable(source):
+        return _read_composed(source)
+    return _read_events(source)
+
+
+def _read_events(source: str) -> tuple[dict[str, Any], dict[str, int]]:
+    """`read_mapping` on libyaml's event stream: any source (tags and anchors are refused)."""
     parser = CParser(source)
     try:
         return _document(parser.get_event)
@@ -108,14 +145,26 @@ def _mapping(get: Any, depth: int, key_lines: dict[str, int] | None) -> dict[str
             if type(key) is MappingEndEvent:
                 return result
             raise Defer  # a complex key, or an alias
-        if key.anchor is not None or (key.tag is None and key.implicit[0] and key.value == "<<"):
-            raise Defer  # an anchor, or a merge key
-        name = _scalar(key)
-        if type(name) is not str or name in result:
-            raise Defer  # not a string, or a duplicate
+        name = key.value
+        if key.anchor is not None or "\x00" in name or name in result:
+            raise Defer  # an anchor, an escaped NUL, or a duplicate
+        tag = key.tag
+        if tag is None:
+            if key.implicit[0] and (name == "<<" or type(_plain(name)) is not str):
+                raise Defer  # a merge key, or a plain key that reads as a number, bool or null
+        elif tag != _STR:
+            raise Defer  # a key that is not a string
         if key_lines is not None:
             key_lines[name] = key.start_mark.line + 2
-        result[name] = _value(get, get(), depth)
+        value = get()
+        # The usual value, an untagged scalar, read here rather than through `_value`.
+        if type(value) is ScalarEvent and value.tag is None and value.anchor is None:
+            text = value.value
+            if "\x00" in text:
+                raise Defer  # an escaped NUL: the reference finds its line
+            result[name] = _plain(text) if value.implicit[0] else text
+        else:
+            result[name] = _value(get, value, depth)
 
 
 def _value(get: Any, event: Any, depth: int) -> Any:
@@ -139,24 +188,105 @@ def _value(get: Any, event: Any, depth: int) -> Any:
     raise Defer  # an alias
 
 
-# A plain scalar's tag depends on its text alone: the short ones every front matter repeats
-# (its keys, `true`, `draft`) are resolved once per process, not by the regex table each time.
-_RESOLVED: dict[str, str] = {}
-_RESOLVED_MAX, _RESOLVED_TEXT_MAX = 4096, 64
+class _Composer(CParser if AVAILABLE else object):  # type: ignore[misc]
+    """libyaml's composer (nodes built in C, no event objects, no end events) for a
+    `_composable` source: with no tag written, a scalar is plain exactly when its style is
+    '' and its value is `_plain`'s reading; the resolver is never asked."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> None:
+        return None
+
+    def descend_resolver(self, parent: Any, index: Any) -> None:
+        return None
+
+    def ascend_resolver(self) -> None:
+        return None
+
+
+def _read_composed(source: str) -> tuple[dict[str, Any], dict[str, int]]:
+    """`read_mapping` by libyaml's composer; the same rules, the same `Defer`s."""
+    composer = _Composer(source)
+    try:
+        root = composer.get_single_node()  # a second document is libyaml's error
+    except LibyamlError as exc:
+        raise Defer from exc
+    finally:
+        composer.dispose()
+    if type(root) is not MappingNode:
+        raise Defer  # empty, or not a mapping
+    key_lines: dict[str, int] = {}
+    return _node_mapping(root, 1, key_lines), key_lines
+
+
+def _node_mapping(node: Any, depth: int, key_lines: dict[str, int] | None) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in node.value:
+        if type(key) is not LibyamlScalarNode:
+            raise Defer  # a complex key
+        name = key.value
+        if name in result:
+            raise Defer  # a duplicate
+        if key.style == "" and name not in _STRING_KEYS and not _string_key(name):
+            raise Defer  # a merge key, or a plain key that reads as a number, bool or null
+        if key_lines is not None:
+            key_lines[name] = key.start_mark.line + 2
+        if type(value) is LibyamlScalarNode:
+            result[name] = _plain(value.value) if value.style == "" else value.value
+        else:
+            result[name] = _node_collection(value, depth + 1)
+    return result
+
+
+def _node_collection(node: Any, depth: int) -> Any:
+    if depth > MAX_DEPTH:
+        raise Defer
+    if type(node) is MappingNode:
+        return _node_mapping(node, depth, None)
+    items: list[Any] = []
+    append = items.append
+    for item in node.value:
+        if type(item) is LibyamlScalarNode:
+            append(_plain(item.value) if item.style == "" else item.value)
+        else:
+            append(_node_collection(item, depth + 1))
+    return items
+
+
+# A plain scalar's value depends on its text alone: the short ones every front matter repeats
+# (its keys, `true`, `draft`) are read once per process, not by the resolver table each time.
+_PLAIN: dict[str, Any] = {}
+_PLAIN_MAX, _PLAIN_TEXT_MAX = 4096, 64
+_MISSING = object()
+
+
+def _plain(text: str) -> Any:
+    """The value of an untagged plain scalar (no NUL in `text`); `Defer` when unsure."""
+    value = _PLAIN.get(text, _MISSING)
+    if value is _MISSING:
+        value = _typed(text, _resolve(text))
+        if len(text) <= _PLAIN_TEXT_MAX and len(_PLAIN) < _PLAIN_MAX:
+            _PLAIN[text] = value
+    return value
+
+
+# The plain keys known to read as strings (`_string_key`): one set look-up per key.
+_STRING_KEYS: set[str] = set()
+
+
+def _string_key(text: str) -> bool:
+    """Whether a plain key is a string: not '<<' (a merge key), not a number, bool or null."""
+    if text == "<<" or type(_plain(text)) is not str:
+        return False
+    if len(text) <= _PLAIN_TEXT_MAX and len(_STRING_KEYS) < _PLAIN_MAX:
+        _STRING_KEYS.add(text)
+    return True
 
 
 def _resolve(value: str) -> str:
-    tag = _RESOLVED.get(value)
-    if tag is not None:
-        return tag
-    tag = _STR
     for implicit, regexp in _RESOLVERS.get(value[:1], ()):
         if regexp.match(value):
-            tag = implicit
-            break
-    if len(value) <= _RESOLVED_TEXT_MAX and len(_RESOLVED) < _RESOLVED_MAX:
-        _RESOLVED[value] = tag
-    return tag
+            return implicit
+    return _STR
 
 
 def _scalar(event: Any) -> Any:
@@ -165,19 +295,21 @@ def _scalar(event: Any) -> Any:
         raise Defer  # an escaped NUL: the reference finds its line
     tag = event.tag
     if tag is None:
-        if not event.implicit[0]:
-            return value  # quoted or a block: a string
-        tag = _resolve(value)
-        if tag in STRING_TAGS:
-            return value
-    elif tag == _STR:
+        return _plain(value) if event.implicit[0] else value  # else quoted or a block
+    if tag == _STR:
         return value
-    elif tag not in _TYPED:
+    if tag not in _TYPED:
         raise Defer  # a foreign tag, or !!seq / !!map on a scalar
-    else:
-        implicit = _resolve(value)  # an explicit tag must fit the text
-        if not (implicit == tag or (tag == _FLOAT and implicit == _INT)):
-            raise Defer
+    implicit = _resolve(value)  # an explicit tag must fit the text
+    if not (implicit == tag or (tag == _FLOAT and implicit == _INT)):
+        raise Defer
+    return _typed(value, tag)
+
+
+def _typed(value: str, tag: str) -> Any:
+    """`value` read as a scalar of `tag` (one `_resolve` gives, or an explicit one that fits)."""
+    if tag in STRING_TAGS:
+        return value
     if tag == _NULL:
         return None
     try:
