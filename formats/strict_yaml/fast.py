@@ -19,10 +19,22 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.nodes import ScalarNode
-
-from formats.strict_yaml.errors import CORE, MAX_DEPTH, STRING_TAGS
+from formats.strict_yaml import lines
+from formats.strict_yaml.errors import MAX_DEPTH
+from formats.strict_yaml.scalars import (
+    FLOAT,
+    INT,
+    MAP,
+    SEQ,
+    STR,
+    STRING_KEYS,
+    TYPED,
+    Defer,
+    is_string_key,
+    plain_value,
+    resolve,
+    typed_value,
+)
 
 try:
     from yaml import YAMLError as LibyamlError
@@ -78,26 +90,11 @@ def _composable(source: str) -> bool:
     )
 
 
-_STR, _MAP, _SEQ = CORE + "str", CORE + "map", CORE + "seq"
-_INT, _FLOAT, _BOOL, _NULL = CORE + "int", CORE + "float", CORE + "bool", CORE + "null"
-_TYPED = frozenset((_INT, _FLOAT, _BOOL, _NULL))
-_DECIMAL = re.compile(r"[-+]?[0-9]+")
-
-_RUAMEL = YAML(typ="safe", pure=True)
-_CONSTRUCTOR = _RUAMEL.constructor
-# ruamel.yaml's YAML 1.2 implicit resolvers, by a scalar's first character ("" for empty).
-_RESOLVERS: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
-    first: tuple((str(tag), regexp) for tag, regexp in pairs)
-    for first, pairs in _RUAMEL.resolver.versioned_resolver.items()
-}
-
-
-class Defer(Exception):
-    """The fast reader is not sure: the reference reader decides (and words any error)."""
-
-
 def read_mapping(source: str) -> tuple[dict[str, Any], dict[str, int]]:
     """The strict mapping `source` holds, and each top-level key's file line; or `Defer`."""
+    found = lines.read_mapping(source)  # the plainest sources, by regular expressions
+    if found is not None:
+        return found
     if _composable(source):
         return _read_composed(source)
     return _read_events(source)
@@ -122,7 +119,7 @@ def _document(get: Any) -> tuple[dict[str, Any], dict[str, int]]:
     root = get()
     if type(root) is not MappingStartEvent:
         raise Defer  # not a mapping
-    _check_collection(root, _MAP, 1)
+    _check_collection(root, MAP, 1)
     key_lines: dict[str, int] = {}
     meta = _mapping(get, 1, key_lines)
     if type(get()) is not DocumentEndEvent or type(get()) is not StreamEndEvent:
@@ -150,9 +147,9 @@ def _mapping(get: Any, depth: int, key_lines: dict[str, int] | None) -> dict[str
             raise Defer  # an anchor, an escaped NUL, or a duplicate
         tag = key.tag
         if tag is None:
-            if key.implicit[0] and (name == "<<" or type(_plain(name)) is not str):
+            if key.implicit[0] and (name == "<<" or type(plain_value(name)) is not str):
                 raise Defer  # a merge key, or a plain key that reads as a number, bool or null
-        elif tag != _STR:
+        elif tag != STR:
             raise Defer  # a key that is not a string
         if key_lines is not None:
             key_lines[name] = key.start_mark.line + 2
@@ -162,7 +159,7 @@ def _mapping(get: Any, depth: int, key_lines: dict[str, int] | None) -> dict[str
             text = value.value
             if "\x00" in text:
                 raise Defer  # an escaped NUL: the reference finds its line
-            result[name] = _plain(text) if value.implicit[0] else text
+            result[name] = plain_value(text) if value.implicit[0] else text
         else:
             result[name] = _value(get, value, depth)
 
@@ -174,10 +171,10 @@ def _value(get: Any, event: Any, depth: int) -> Any:
             raise Defer
         return _scalar(event)
     if kind is MappingStartEvent:
-        _check_collection(event, _MAP, depth + 1)
+        _check_collection(event, MAP, depth + 1)
         return _mapping(get, depth + 1, None)
     if kind is SequenceStartEvent:
-        _check_collection(event, _SEQ, depth + 1)
+        _check_collection(event, SEQ, depth + 1)
         items: list[Any] = []
         append = items.append
         while True:
@@ -191,7 +188,7 @@ def _value(get: Any, event: Any, depth: int) -> Any:
 class _Composer(CParser if AVAILABLE else object):  # type: ignore[misc]
     """libyaml's composer (nodes built in C, no event objects, no end events) for a
     `_composable` source: with no tag written, a scalar is plain exactly when its style is
-    '' and its value is `_plain`'s reading; the resolver is never asked."""
+    '' and its value is `plain_value`'s reading; the resolver is never asked."""
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> None:
         return None
@@ -226,12 +223,12 @@ def _node_mapping(node: Any, depth: int, key_lines: dict[str, int] | None) -> di
         name = key.value
         if name in result:
             raise Defer  # a duplicate
-        if key.style == "" and name not in _STRING_KEYS and not _string_key(name):
+        if key.style == "" and name not in STRING_KEYS and not is_string_key(name):
             raise Defer  # a merge key, or a plain key that reads as a number, bool or null
         if key_lines is not None:
             key_lines[name] = key.start_mark.line + 2
         if type(value) is LibyamlScalarNode:
-            result[name] = _plain(value.value) if value.style == "" else value.value
+            result[name] = plain_value(value.value) if value.style == "" else value.value
         else:
             result[name] = _node_collection(value, depth + 1)
     return result
@@ -246,47 +243,10 @@ def _node_collection(node: Any, depth: int) -> Any:
     append = items.append
     for item in node.value:
         if type(item) is LibyamlScalarNode:
-            append(_plain(item.value) if item.style == "" else item.value)
+            append(plain_value(item.value) if item.style == "" else item.value)
         else:
             append(_node_collection(item, depth + 1))
     return items
-
-
-# A plain scalar's value depends on its text alone: the short ones every front matter repeats
-# (its keys, `true`, `draft`) are read once per process, not by the resolver table each time.
-_PLAIN: dict[str, Any] = {}
-_PLAIN_MAX, _PLAIN_TEXT_MAX = 4096, 64
-_MISSING = object()
-
-
-def _plain(text: str) -> Any:
-    """The value of an untagged plain scalar (no NUL in `text`); `Defer` when unsure."""
-    value = _PLAIN.get(text, _MISSING)
-    if value is _MISSING:
-        value = _typed(text, _resolve(text))
-        if len(text) <= _PLAIN_TEXT_MAX and len(_PLAIN) < _PLAIN_MAX:
-            _PLAIN[text] = value
-    return value
-
-
-# The plain keys known to read as strings (`_string_key`): one set look-up per key.
-_STRING_KEYS: set[str] = set()
-
-
-def _string_key(text: str) -> bool:
-    """Whether a plain key is a string: not '<<' (a merge key), not a number, bool or null."""
-    if text == "<<" or type(_plain(text)) is not str:
-        return False
-    if len(text) <= _PLAIN_TEXT_MAX and len(_STRING_KEYS) < _PLAIN_MAX:
-        _STRING_KEYS.add(text)
-    return True
-
-
-def _resolve(value: str) -> str:
-    for implicit, regexp in _RESOLVERS.get(value[:1], ()):
-        if regexp.match(value):
-            return implicit
-    return _STR
 
 
 def _scalar(event: Any) -> Any:
@@ -295,32 +255,12 @@ def _scalar(event: Any) -> Any:
         raise Defer  # an escaped NUL: the reference finds its line
     tag = event.tag
     if tag is None:
-        return _plain(value) if event.implicit[0] else value  # else quoted or a block
-    if tag == _STR:
+        return plain_value(value) if event.implicit[0] else value  # else quoted or a block
+    if tag == STR:
         return value
-    if tag not in _TYPED:
+    if tag not in TYPED:
         raise Defer  # a foreign tag, or !!seq / !!map on a scalar
-    implicit = _resolve(value)  # an explicit tag must fit the text
-    if not (implicit == tag or (tag == _FLOAT and implicit == _INT)):
+    implicit = resolve(value)  # an explicit tag must fit the text
+    if not (implicit == tag or (tag == FLOAT and implicit == INT)):
         raise Defer
-    return _typed(value, tag)
-
-
-def _typed(value: str, tag: str) -> Any:
-    """`value` read as a scalar of `tag` (one `_resolve` gives, or an explicit one that fits)."""
-    if tag in STRING_TAGS:
-        return value
-    if tag == _NULL:
-        return None
-    try:
-        if tag == _INT:
-            if _DECIMAL.fullmatch(value):
-                return int(value)
-            return _CONSTRUCTOR.construct_yaml_int(ScalarNode(tag, value))
-        if tag == _BOOL:
-            return _CONSTRUCTOR.construct_yaml_bool(ScalarNode(tag, value))
-        if tag == _FLOAT:
-            return float(_CONSTRUCTOR.construct_yaml_float(ScalarNode(tag, value)))
-    except ValueError as exc:  # e.g. an integer past Python's 4300-digit limit
-        raise Defer from exc
-    raise Defer  # pragma: no cover - every tag of _resolve is handled above
+    return typed_value(value, tag)

@@ -17,7 +17,7 @@ from formats import frontmatter
 from formats.openmemories.model import Rejection
 from formats.openmemories.records import parse_record
 from formats.openmemories.text import _timestamp_by_pattern, parse_timestamp
-from formats.strict_yaml import fast, reference
+from formats.strict_yaml import fast, lines, reference
 from formats.strict_yaml.errors import FrontMatterError
 from tests.formats.test_strict_yaml_fast import TOKENS, _typed
 
@@ -214,3 +214,129 @@ def test_it_reads_the_usual_timestamp_shape_as_the_pattern_does(digits, separato
 )
 def test_it_reads_edge_timestamps_as_the_pattern_does(value):
     assert parse_timestamp(value) == _timestamp_by_pattern(value)
+
+
+# --- the line grammar (`strict_yaml.lines`) --------------------------------------------------
+
+LINE_KEYS = st.sampled_from(["x-a", "A1", "e1", "1e3", "true", "null", "yes", "on", "NULL", "~"])
+LINE_SEPARATORS = st.sampled_from([*[": "] * 30, ":  ", ":", " : ", ":\t", "::", ": : "])
+LINE_TEXT = st.one_of(
+    st.text(st.sampled_from([*"abcXYZ019 -_./:"]), max_size=10),
+    st.text(st.sampled_from([*"aZ09 _-.:/#'\"\\~=+(<>!&*%@`?,[]{}|"]), max_size=6),
+)
+LINE_VALUES = st.one_of(
+    LINE_TEXT,
+    LINE_TEXT.map(lambda text: f"'{text}'"),
+    LINE_TEXT.map(lambda text: f'"{text}"'),
+    st.sampled_from(
+        [
+            *("1", "-1", "0x1F", "0o17", "1_000", "1.5", "-.inf", ".nan", "~", "null", "true"),
+            *("yes", "<<", "=", "-", "- a", "--", "---", "...", "a: b", "a:b", "a #b", "a#b"),
+            *("2026-01-01", "2026-01-01T00:00:00Z", "'it''s'", "it's", '"a\\"b"', "'a", ""),
+            *("a  b", "a ", " a", "é", "\x01", "\x7f", "\u00a0", "1" * 5000),
+        ]
+    ),
+)
+LINE_ENDS = st.sampled_from([*["\n"] * 30, " \n", "  \n", " # c\n", "\r\n", "\t\n"])
+LINE_ITEMS = st.lists(
+    st.tuples(st.sampled_from(["", " ", "  ", "  ", "   "]), st.sampled_from(["- ", "- ", "-"])),
+    min_size=1,
+    max_size=4,
+)
+
+
+NAMES = st.from_regex(r"[a-z][a-z0-9_-]{0,6}", fullmatch=True)
+LINE_NAMES = st.one_of(NAMES, NAMES, NAMES, LINE_KEYS)
+
+
+@st.composite
+def line_sources(draw) -> str:
+    """Front matter of `key: value` lines and block lists, most in the grammar, some not."""
+    keys = draw(st.lists(LINE_NAMES, max_size=6, unique=True))
+    if keys and draw(st.integers(0, 9)) == 0:
+        keys.append(keys[0])  # a duplicate
+    lines = []
+    for key in keys:
+        if draw(st.integers(0, 3)) == 0:
+            lines.append(key + ":" + draw(LINE_ENDS))
+            for indent, dash in draw(LINE_ITEMS):
+                lines.append(indent + dash + draw(LINE_VALUES) + draw(LINE_ENDS))
+        else:
+            lines.append(key + draw(LINE_SEPARATORS) + draw(LINE_VALUES) + draw(LINE_ENDS))
+    if draw(st.integers(0, 9)) == 0:
+        lines.append(draw(st.sampled_from(["  x\n", "- x\n", "---\n", "...\n", "\n", "# c\n"])))
+    return "".join(lines)
+
+
+def _lines_agree(source: str) -> bool:
+    """Whatever the grammar reads, the event stream and the reference read the same."""
+    found = lines.read_mapping(source)
+    if found is None:
+        return False
+    meta, key_lines = found
+    assert (_typed(meta), key_lines) == _outcome(fast._read_events, source), source
+    expected_meta, expected_lines = reference.read_mapping(source)
+    assert (_typed(meta), key_lines) == (_typed(expected_meta), expected_lines), source
+    return True
+
+
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(line_sources())
+def test_it_reads_by_the_line_grammar_what_the_event_stream_reads(source):
+    try:
+        _lines_agree(source)
+    except fast.Defer:  # a plain number past Python's digit limit: the reference decides
+        assert _outcome(fast._read_events, source) == "defer"
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_it_reads_mutated_records_by_the_line_grammar_as_the_event_stream_does(data):
+    text = _mutate(data, RECORD_LINES)
+    try:
+        source = frontmatter.split(text)[0]
+    except FrontMatterError:
+        return
+    try:
+        _lines_agree(source)
+    except fast.Defer:
+        assert _outcome(fast._read_events, source) == "defer"
+
+
+RECORD_LINES = (
+    "---\nopenmemories: '0.1'\nid: \"rec-1\"\ntitle: Plain title (v2) / notes\nkind: fact\n"
+    "scope: user\ncreated: '2026-01-01T00:00:00Z'\nupdated: 2026-01-02T00:00:00Z\n"
+    "tags:\n  - bench\n  - 'group 1'\nsupersedes:\n- rec-0\nx-n: 12\nx-none:\n---\n\nBody.\n"
+)
+
+
+def test_it_reads_a_plain_record_and_the_bench_record_by_the_line_grammar():
+    bench = (
+        "openmemories: '0.1'\nid: 'bench-000001'\ntitle: 'Benchmark record 1'\nkind: 'fact'\n"
+        "scope: 'user'\ncreated: '2026-01-01T00:00:00Z'\nupdated: '2026-01-02T00:00:00Z'\n"
+        "tags:\n  - bench\n  - group-1\n"
+    )
+    for source in [frontmatter.split(RECORD_LINES)[0], bench]:
+        assert _lines_agree(source), source
+    meta, key_lines = lines.read_mapping(frontmatter.split(RECORD_LINES)[0])
+    assert meta["tags"] == ["bench", "group 1"] and meta["supersedes"] == ["rec-0"]
+    assert (meta["x-n"], meta["x-none"], key_lines["x-none"]) == (12, None, 15)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "a: 1\na: 2\n",  # a duplicate: the reference words it
+        "true: 1\n",  # a key that reads as a bool
+        "a: b # c\n",  # a comment
+        "a: x\n  y\n",  # a plain scalar on two lines
+        "a:\n  - x\n - y\n",  # a list at two indents
+        "a: 'x\n  y'\n",  # a quoted scalar on two lines
+        "a: é\n",  # not ASCII
+        "a:\tb\n",  # a tab
+        "a: b\r\n",  # CR
+        "",  # nothing
+    ],
+)
+def test_it_leaves_what_is_outside_the_line_grammar_to_libyaml(source):
+    assert lines.read_mapping(source) is None
