@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from formats.strict_yaml.scalars import STRING_KEYS, is_string_key, plain_value
+from formats.strict_yaml.scalars import STRING_KEYS, Defer, is_string_key, plain_value
 
 # One-line scalars, printable ASCII only (no tab, no control character): single-quoted with
 # no '' inside, double-quoted with no escape, and plain ones that cannot be anything else
@@ -37,6 +37,13 @@ def read_mapping(source: str) -> tuple[dict[str, Any], dict[str, int]] | None:
     """The mapping `source` holds and each key's file line, if every line is in the grammar."""
     if not source.isascii():
         return None
+    try:
+        return _read(source)
+    except Defer:  # a plain number Python cannot hold, maybe on a line the grammar refuses
+        return None  # the libyaml paths decide, having read the whole source
+
+
+def _read(source: str) -> tuple[dict[str, Any], dict[str, int]] | None:
     result: dict[str, Any] = {}
     key_lines: dict[str, int] = {}
     match = _ENTRY.match
