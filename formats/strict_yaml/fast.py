@@ -6,7 +6,13 @@ the reference reader (`strict_yaml.reference`, pure ruamel.yaml) checks: one map
 anchors or aliases, only core tags that fit their node, no merge or complex keys, string keys
 without duplicates at any depth, at most MAX_DEPTH nested collections. Scalars are resolved
 by ruamel.yaml's own YAML 1.2 table (libyaml knows no tags, PyYAML's resolver is YAML 1.1) and
-numbers built by its constructor, so a value means what it meant before.
+numbers built by its constructor, so a value means what it meant before (`scalars`).
+
+Three ways in, cheapest first: a source whose every line is in `lines`' narrow grammar
+(`key: scalar` and block lists of one-line scalars, ASCII) is read by regular expressions; one
+that cannot hold a tag, anchor, alias, escape or directive is composed by libyaml in C and
+its nodes walked once (no event objects); any other takes the event walk. Each defers where
+the next would (tests/formats/test_parse_differential.py compares them).
 
 Whenever a document breaks a rule, fails libyaml's own checks, or holds something the two
 parsers are known to read differently, `Defer` is raised: the caller lets the reference reader
