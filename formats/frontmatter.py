@@ -48,6 +48,9 @@ class Document:
 # making a '---' hidden after one look like a line of its own and shifting every line number.
 _OPENING = re.compile(r"---[ \t]*(?=\r|\n|\Z)")
 _CLOSING = re.compile(r"(\r\n|\r|\n)(?:---|\.\.\.)[ \t]*(?:\r\n|\r|\n|\Z)")
+# The same closing line in a text without CR: a pattern led by one literal is searched for by
+# that character, where the alternatives above are tried at every position (~8x slower).
+_CLOSING_LF = re.compile(r"\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)")
 
 
 def _decode(data: bytes | str) -> str:
@@ -74,11 +77,16 @@ def split(text: str) -> tuple[str, str, int]:
     opening = _OPENING.match(text)
     if opening is None:
         raise FrontMatterError("frontmatter-missing", "the file must start with a '---' line", 1)
-    closing = _CLOSING.search(text, opening.end())
+    lf_only = "\r" not in text  # as most files are: the same cuts, counted by str methods
+    closing = (_CLOSING_LF if lf_only else _CLOSING).search(text, opening.end())
     if closing is None:
         raise FrontMatterError(
             "frontmatter-unterminated", "the front matter has no closing '---' line", 1
         )
+    if lf_only:
+        yaml_end = closing.start() + 1
+        body_line = text.count("\n", 0, yaml_end) + 2
+        return text[opening.end() + 1 : yaml_end], text[closing.end() :], body_line
     # The YAML runs from the line after the opening one to the break before the closing one.
     yaml_start = LINE_BREAK.match(text, opening.end()).end()
     yaml_end = closing.end(1)
@@ -88,7 +96,7 @@ def split(text: str) -> tuple[str, str, int]:
 
 def parse_yaml_mapping(source: str) -> tuple[dict[str, Any], dict[str, int]]:
     """Parse strict YAML that must be a mapping; also return each top-level key's line."""
-    if fast.AVAILABLE and not fast.NEEDS_REFERENCE.search(source):
+    if fast.AVAILABLE and not fast.needs_reference(source):
         try:
             return fast.read_mapping(source)
         except fast.Defer:

@@ -37,6 +37,8 @@ from formats.openmemories.text import (
 
 # ----------------------------------------------------------------------------- records
 
+_REQUIRED = frozenset(REQUIRED_FIELDS)
+
 
 def _line(key_lines: Mapping[str, int], key: str) -> int | None:
     return key_lines.get(key)
@@ -69,9 +71,13 @@ def _string_list(
     meta: Mapping[str, Any], key: str, lines: Mapping[str, int], code: str
 ) -> tuple[str, ...]:
     value = meta[key]
-    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
-        raise Rejection(code, f"'{key}' must be an array of non-empty strings", _line(lines, key))
-    return tuple(value)
+    if isinstance(value, list):
+        for item in value:
+            if not isinstance(item, str) or not item:
+                break
+        else:
+            return tuple(value)
+    raise Rejection(code, f"'{key}' must be an array of non-empty strings", _line(lines, key))
 
 
 def _provenance(meta: Mapping[str, Any], lines: Mapping[str, int]) -> dict[str, Any]:
@@ -136,13 +142,15 @@ def _parse_record(raw: bytes, *, expected_id: str | None, max_bytes: int) -> Rec
             raise Rejection(
                 code, f"the Markdown body contains {STRING_FAULTS[code]}", document.body_line
             )
-    for key in meta:
-        if key not in KNOWN_FIELDS and not key.startswith("x-"):
-            raise Rejection(
-                "unknown-key",
-                f"'{key}' is not an OpenMemories 0.1 field; extension keys must start with x-",
-                _line(lines, key),
-            )
+    only_known = KNOWN_FIELDS.issuperset(meta)  # no extension, no unknown key: most records
+    if not only_known:
+        for key in meta:
+            if key not in KNOWN_FIELDS and not key.startswith("x-"):
+                raise Rejection(
+                    "unknown-key",
+                    f"'{key}' is not an OpenMemories 0.1 field; extension keys must start with x-",
+                    _line(lines, key),
+                )
     # The version comes first: fields of an unknown version are not judged by 0.1 rules.
     if "openmemories" not in meta:
         raise Rejection("missing-field", "the required field 'openmemories' is missing", 2)
@@ -154,9 +162,10 @@ def _parse_record(raw: bytes, *, expected_id: str | None, max_bytes: int) -> Rec
             f"'openmemories' is {version!r}; this reader supports only the string '0.1'{hint}",
             _line(lines, "openmemories"),
         )
-    for key in REQUIRED_FIELDS:
-        if key not in meta:
-            raise Rejection("missing-field", f"the required field '{key}' is missing", 2)
+    if not meta.keys() >= _REQUIRED:
+        for key in REQUIRED_FIELDS:
+            if key not in meta:
+                raise Rejection("missing-field", f"the required field '{key}' is missing", 2)
     record_id = _string_field(meta, "id", lines)
     if expected_id is not None and record_id != expected_id:
         raise Rejection(
@@ -200,7 +209,7 @@ def _parse_record(raw: bytes, *, expected_id: str | None, max_bytes: int) -> Rec
     provenance = _provenance(meta, lines) if "provenance" in meta else None
     if not document.body.strip():
         raise Rejection("empty-body", "the Markdown body is empty", document.body_line)
-    extensions = {key: value for key, value in meta.items() if key.startswith("x-")}
+    extensions = {} if only_known else {k: v for k, v in meta.items() if k.startswith("x-")}
     if extensions:  # most records have none: no JSON encoder for an empty object
         try:
             json.dumps(extensions, allow_nan=False)

@@ -99,6 +99,18 @@ def _clean(value: Any) -> str | None:
 
 def parse_timestamp(value: str) -> datetime | None:
     """An RFC 3339 UTC timestamp ending in Z, or None when it is not one."""
+    if len(value) == 20 and value[4::3] == "--T::Z" and value.isascii():
+        # The usual shape, YYYY-MM-DDTHH:MM:SSZ: C's ISO reader checks what the pattern and
+        # datetime() below check (ASCII digits, ranges) in a fifth of the time.
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    return _timestamp_by_pattern(value)
+
+
+def _timestamp_by_pattern(value: str) -> datetime | None:
+    """`parse_timestamp` for any text: its fraction, non-ASCII digits, any length."""
     match = TIMESTAMP_RE.match(value)
     if match is None:
         return None

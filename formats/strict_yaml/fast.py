@@ -6,7 +6,13 @@ the reference reader (`strict_yaml.reference`, pure ruamel.yaml) checks: one map
 anchors or aliases, only core tags that fit their node, no merge or complex keys, string keys
 without duplicates at any depth, at most MAX_DEPTH nested collections. Scalars are resolved
 by ruamel.yaml's own YAML 1.2 table (libyaml knows no tags, PyYAML's resolver is YAML 1.1) and
-numbers built by its constructor, so a value means what it meant before.
+numbers built by its constructor, so a value means what it meant before (`scalars`).
+
+Three ways in, cheapest first: a source whose every line is in `lines`' narrow grammar
+(`key: scalar` and block lists of one-line scalars, ASCII) is read by regular expressions; one
+that cannot hold a tag, anchor, alias, escape or directive is composed by libyaml in C and
+its nodes walked once (no event objects); any other takes the event walk. Each defers where
+the next would (tests/formats/test_parse_differential.py compares them).
 
 Whenever a document breaks a rule, fails libyaml's own checks, or holds something the two
 parsers are known to read differently, `Defer` is raised: the caller lets the reference reader
@@ -19,10 +25,22 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.nodes import ScalarNode
-
-from formats.strict_yaml.errors import CORE, MAX_DEPTH, STRING_TAGS
+from formats.strict_yaml import lines
+from formats.strict_yaml.errors import MAX_DEPTH
+from formats.strict_yaml.scalars import (
+    FLOAT,
+    INT,
+    MAP,
+    SEQ,
+    STR,
+    STRING_KEYS,
+    TYPED,
+    Defer,
+    is_string_key,
+    plain_value,
+    resolve,
+    typed_value,
+)
 
 try:
     from yaml import YAMLError as LibyamlError
@@ -37,6 +55,8 @@ try:
         SequenceStartEvent,
         StreamEndEvent,
     )
+    from yaml.nodes import MappingNode
+    from yaml.nodes import ScalarNode as LibyamlScalarNode
 except ImportError:  # pragma: no cover - PyYAML built without libyaml: the reference reads all
     CParser = None
 
@@ -48,26 +68,46 @@ AVAILABLE = CParser is not None
 # goes to the reference reader (a tab inside a quoted or block string too: rare in front matter).
 NEEDS_REFERENCE = re.compile("[\t\x85\u2028\u2029]")
 
-_STR, _MAP, _SEQ = CORE + "str", CORE + "map", CORE + "seq"
-_INT, _FLOAT, _BOOL, _NULL = CORE + "int", CORE + "float", CORE + "bool", CORE + "null"
-_TYPED = frozenset((_INT, _FLOAT, _BOOL, _NULL))
-_DECIMAL = re.compile(r"[-+]?[0-9]+")
 
-_RUAMEL = YAML(typ="safe", pure=True)
-_CONSTRUCTOR = _RUAMEL.constructor
-# ruamel.yaml's YAML 1.2 implicit resolvers, by a scalar's first character ("" for empty).
-_RESOLVERS: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
-    first: tuple((str(tag), regexp) for tag, regexp in pairs)
-    for first, pairs in _RUAMEL.resolver.versioned_resolver.items()
-}
+def needs_reference(source: str) -> bool:
+    """NEEDS_REFERENCE.search(source), by str's own scans (a character class is ~10x slower);
+    `isascii` is O(1), and an ASCII text holds none of the three separators."""
+    return "\t" in source or (
+        not source.isascii() and ("\x85" in source or "\u2028" in source or "\u2029" in source)
+    )
 
 
-class Defer(Exception):
-    """The fast reader is not sure: the reference reader decides (and words any error)."""
+# A source the composer path may read: no tag ('!'), anchor ('&') or alias ('*') can be in
+# it, no escape ('\\': so no NUL), no directive ('%' opening a line); and short, so that
+# libyaml's composer, which recurses in C, nests at most a few thousand levels even where
+# libyaml is built without its nesting limit.
+_COMPOSED_MAX_CHARS = 4096
+_DIRECTIVE = re.compile("(?:\\A|[\r\n\x85\u2028\u2029])%")  # '%' opening a line, to libyaml
+
+
+def _composable(source: str) -> bool:
+    return (
+        len(source) <= _COMPOSED_MAX_CHARS
+        and "!" not in source
+        and "&" not in source
+        and "*" not in source
+        and "\\" not in source
+        and ("%" not in source or _DIRECTIVE.search(source) is None)
+    )
 
 
 def read_mapping(source: str) -> tuple[dict[str, Any], dict[str, int]]:
     """The strict mapping `source` holds, and each top-level key's file line; or `Defer`."""
+    found = lines.read_mapping(source)  # the plainest sources, by regular expressions
+    if found is not None:
+        return found
+    if _composable(source):
+        return _read_composed(source)
+    return _read_events(source)
+
+
+def _read_events(source: str) -> tuple[dict[str, Any], dict[str, int]]:
+    """`read_mapping` on libyaml's event stream: any source (tags and anchors are refused)."""
     parser = CParser(source)
     try:
         return _document(parser.get_event)
@@ -85,7 +125,7 @@ def _document(get: Any) -> tuple[dict[str, Any], dict[str, int]]:
     root = get()
     if type(root) is not MappingStartEvent:
         raise Defer  # not a mapping
-    _check_collection(root, _MAP, 1)
+    _check_collection(root, MAP, 1)
     key_lines: dict[str, int] = {}
     meta = _mapping(get, 1, key_lines)
     if type(get()) is not DocumentEndEvent or type(get()) is not StreamEndEvent:
@@ -108,14 +148,26 @@ def _mapping(get: Any, depth: int, key_lines: dict[str, int] | None) -> dict[str
             if type(key) is MappingEndEvent:
                 return result
             raise Defer  # a complex key, or an alias
-        if key.anchor is not None or (key.tag is None and key.implicit[0] and key.value == "<<"):
-            raise Defer  # an anchor, or a merge key
-        name = _scalar(key)
-        if type(name) is not str or name in result:
-            raise Defer  # not a string, or a duplicate
+        name = key.value
+        if key.anchor is not None or "\x00" in name or name in result:
+            raise Defer  # an anchor, an escaped NUL, or a duplicate
+        tag = key.tag
+        if tag is None:
+            if key.implicit[0] and (name == "<<" or type(plain_value(name)) is not str):
+                raise Defer  # a merge key, or a plain key that reads as a number, bool or null
+        elif tag != STR:
+            raise Defer  # a key that is not a string
         if key_lines is not None:
             key_lines[name] = key.start_mark.line + 2
-        result[name] = _value(get, get(), depth)
+        value = get()
+        # The usual value, an untagged scalar, read here rather than through `_value`.
+        if type(value) is ScalarEvent and value.tag is None and value.anchor is None:
+            text = value.value
+            if "\x00" in text:
+                raise Defer  # an escaped NUL: the reference finds its line
+            result[name] = plain_value(text) if value.implicit[0] else text
+        else:
+            result[name] = _value(get, value, depth)
 
 
 def _value(get: Any, event: Any, depth: int) -> Any:
@@ -125,10 +177,10 @@ def _value(get: Any, event: Any, depth: int) -> Any:
             raise Defer
         return _scalar(event)
     if kind is MappingStartEvent:
-        _check_collection(event, _MAP, depth + 1)
+        _check_collection(event, MAP, depth + 1)
         return _mapping(get, depth + 1, None)
     if kind is SequenceStartEvent:
-        _check_collection(event, _SEQ, depth + 1)
+        _check_collection(event, SEQ, depth + 1)
         items: list[Any] = []
         append = items.append
         while True:
@@ -139,24 +191,68 @@ def _value(get: Any, event: Any, depth: int) -> Any:
     raise Defer  # an alias
 
 
-# A plain scalar's tag depends on its text alone: the short ones every front matter repeats
-# (its keys, `true`, `draft`) are resolved once per process, not by the regex table each time.
-_RESOLVED: dict[str, str] = {}
-_RESOLVED_MAX, _RESOLVED_TEXT_MAX = 4096, 64
+class _Composer(CParser if AVAILABLE else object):  # type: ignore[misc]
+    """libyaml's composer (nodes built in C, no event objects, no end events) for a
+    `_composable` source: with no tag written, a scalar is plain exactly when its style is
+    '' and its value is `plain_value`'s reading; the resolver is never asked."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> None:
+        return None
+
+    def descend_resolver(self, parent: Any, index: Any) -> None:
+        return None
+
+    def ascend_resolver(self) -> None:
+        return None
 
 
-def _resolve(value: str) -> str:
-    tag = _RESOLVED.get(value)
-    if tag is not None:
-        return tag
-    tag = _STR
-    for implicit, regexp in _RESOLVERS.get(value[:1], ()):
-        if regexp.match(value):
-            tag = implicit
-            break
-    if len(value) <= _RESOLVED_TEXT_MAX and len(_RESOLVED) < _RESOLVED_MAX:
-        _RESOLVED[value] = tag
-    return tag
+def _read_composed(source: str) -> tuple[dict[str, Any], dict[str, int]]:
+    """`read_mapping` by libyaml's composer; the same rules, the same `Defer`s."""
+    composer = _Composer(source)
+    try:
+        root = composer.get_single_node()  # a second document is libyaml's error
+    except LibyamlError as exc:
+        raise Defer from exc
+    finally:
+        composer.dispose()
+    if type(root) is not MappingNode:
+        raise Defer  # empty, or not a mapping
+    key_lines: dict[str, int] = {}
+    return _node_mapping(root, 1, key_lines), key_lines
+
+
+def _node_mapping(node: Any, depth: int, key_lines: dict[str, int] | None) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in node.value:
+        if type(key) is not LibyamlScalarNode:
+            raise Defer  # a complex key
+        name = key.value
+        if name in result:
+            raise Defer  # a duplicate
+        if key.style == "" and name not in STRING_KEYS and not is_string_key(name):
+            raise Defer  # a merge key, or a plain key that reads as a number, bool or null
+        if key_lines is not None:
+            key_lines[name] = key.start_mark.line + 2
+        if type(value) is LibyamlScalarNode:
+            result[name] = plain_value(value.value) if value.style == "" else value.value
+        else:
+            result[name] = _node_collection(value, depth + 1)
+    return result
+
+
+def _node_collection(node: Any, depth: int) -> Any:
+    if depth > MAX_DEPTH:
+        raise Defer
+    if type(node) is MappingNode:
+        return _node_mapping(node, depth, None)
+    items: list[Any] = []
+    append = items.append
+    for item in node.value:
+        if type(item) is LibyamlScalarNode:
+            append(plain_value(item.value) if item.style == "" else item.value)
+        else:
+            append(_node_collection(item, depth + 1))
+    return items
 
 
 def _scalar(event: Any) -> Any:
@@ -165,30 +261,12 @@ def _scalar(event: Any) -> Any:
         raise Defer  # an escaped NUL: the reference finds its line
     tag = event.tag
     if tag is None:
-        if not event.implicit[0]:
-            return value  # quoted or a block: a string
-        tag = _resolve(value)
-        if tag in STRING_TAGS:
-            return value
-    elif tag == _STR:
+        return plain_value(value) if event.implicit[0] else value  # else quoted or a block
+    if tag == STR:
         return value
-    elif tag not in _TYPED:
+    if tag not in TYPED:
         raise Defer  # a foreign tag, or !!seq / !!map on a scalar
-    else:
-        implicit = _resolve(value)  # an explicit tag must fit the text
-        if not (implicit == tag or (tag == _FLOAT and implicit == _INT)):
-            raise Defer
-    if tag == _NULL:
-        return None
-    try:
-        if tag == _INT:
-            if _DECIMAL.fullmatch(value):
-                return int(value)
-            return _CONSTRUCTOR.construct_yaml_int(ScalarNode(tag, value))
-        if tag == _BOOL:
-            return _CONSTRUCTOR.construct_yaml_bool(ScalarNode(tag, value))
-        if tag == _FLOAT:
-            return float(_CONSTRUCTOR.construct_yaml_float(ScalarNode(tag, value)))
-    except ValueError as exc:  # e.g. an integer past Python's 4300-digit limit
-        raise Defer from exc
-    raise Defer  # pragma: no cover - every tag of _resolve is handled above
+    implicit = resolve(value)  # an explicit tag must fit the text
+    if not (implicit == tag or (tag == FLOAT and implicit == INT)):
+        raise Defer
+    return typed_value(value, tag)
