@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,6 +206,21 @@ class StreamingChecksum:
             return
         self._enter(section)
         self._update(lines[:-1].replace(b"\n", b","))
+
+    def feed_joined(self, section: str, parts: Iterable[bytes]) -> None:
+        """ASCII records as `feed_encoded` takes them, joined by commas, in pieces cut
+        anywhere (e.g. a spool's blocks with each newline made a comma): hashed as they come,
+        without splitting them into records. Every record must be ASCII (checked)."""
+        entered = False
+        for part in parts:
+            if not part:
+                continue
+            if not part.isascii():
+                raise ValueError("feed_joined takes ASCII records only")
+            if not entered:
+                self._enter(section)
+                entered = True
+            self._update(part)
 
     def feed_canonical(self, section: str, data: bytes) -> None:
         """A record already in canonical UTF-8 form (`canonical_json(record).encode()`).
