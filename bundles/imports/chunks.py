@@ -323,16 +323,10 @@ class ChunkWriter:
                     cursor.execute(f"CREATE TEMP TABLE IF NOT EXISTS {CARRIED} {columns}")
                     cursor.execute(f"TRUNCATE {CARRIED}")
                     self.carried_table = True
+                # COPY's text form at once (an integer and t/f need no escaping)
+                rows = [f"{pk}\t{('f', 't')[digest in inserted]}\n" for digest, pk in local.items()]
                 with cursor.cursor.copy(f"COPY {CARRIED} (chunk_id, inserted) FROM STDIN") as copy:
-                    # COPY's text form at once (an integer and t/f need no escaping)
-                    copy.write(
-                        "".join(
-                            [
-                                f"{pk}\t{'t' if digest in inserted else 'f'}\n"
-                                for digest, pk in local.items()
-                            ]
-                        )
-                    )
+                    copy.write("".join(rows))
             return
         rows = [(run_id, pk, digest in inserted) for digest, pk in local.items()]
         table = connection.ops.quote_name(ImportedChunk._meta.db_table)
