@@ -25,6 +25,7 @@ from memoryadmin.bulk import json_loads
 from memoryadmin.models import Team
 
 SPOOL_BUFFER = 1 << 20  # checksum spools are written a record at a time through this buffer
+SPOOL_READ = 1 << 20  # and read back for the checksum in blocks of this size
 
 _ENVELOPE_KEYS = frozenset({"format", "version", "manifest"})
 
@@ -32,6 +33,52 @@ _ENVELOPE_KEYS = frozenset({"format", "version", "manifest"})
 TAIL_BYTES = 1 << 20  # where a manifest written last is looked for
 
 _RAW_DECODER = json.JSONDecoder()
+
+
+_NEWLINE_TO_COMMA = bytes.maketrans(b"\n", b",")
+
+
+class _Spool:
+    """A section's canonical records, a line each (canonical JSON holds no newline), and
+    whether all of them are ASCII: then the checksum hashes the spool's blocks as they are,
+    each newline made a comma, instead of splitting them into lines."""
+
+    def __init__(self) -> None:
+        self.file = tempfile.TemporaryFile(buffering=SPOOL_BUFFER)  # noqa: SIM115 - close()
+        self.ascii = True
+
+    def write(self, data: bytes) -> None:
+        self.file.write(data)
+        self.file.write(b"\n")
+        if self.ascii and not data.isascii():
+            self.ascii = False
+
+    def feed(self, checksum: protocol.StreamingChecksum, section: str) -> None:
+        """The section's records into `checksum`, a block at a time."""
+        stream = self.file
+        stream.seek(0)
+        if self.ascii:
+            checksum.feed_joined(section, _joined(stream))
+            return
+        rest = b""
+        while block := stream.read(SPOOL_READ):
+            block, _, tail = (rest + block).rpartition(b"\n")
+            checksum.feed_encoded_lines(section, block + b"\n" if block else b"")
+            rest = tail
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def _joined(stream: IO[bytes]) -> Iterator[bytes]:
+    """A spool's lines joined by commas: each newline a comma, the last one dropped."""
+    held = b""
+    while block := stream.read(SPOOL_READ):
+        if held:
+            yield held
+        held = block.translate(_NEWLINE_TO_COMMA)
+    if held:
+        yield held[:-1]
 
 
 class _HeadAfterSections(Exception):
@@ -95,23 +142,83 @@ def read_head(stream: IO[bytes]) -> dict[str, Any]:
 
 
 class _Streamed:
-    """An Importer fed by the file's single pass: each section as the pass reaches it."""
+    """An Importer fed by the file's single pass: each section as the pass reaches it.
 
-    def __init__(self, importer: Importer) -> None:
+    A section whose turn in the checksum's key order has come is hashed as it is read, the
+    others wait in spools hashed at the end. The turn is judged by the head known when the
+    pass reached the first section (from the file's tail, read first, or read so far, with
+    the sections the manifest counts) and by the manifest's counts: a section counted empty
+    that has not come yet is passed over. When the head the pass read differs, or a section
+    passed over has records after all, the checksum takes a pass of its own (`_hash_file`)."""
+
+    def __init__(
+        self, importer: Importer, path: Path, head: dict[str, Any], *, so_far: bool = False
+    ) -> None:
         self.importer = importer
         self.ctx = importer.ctx
-        self.spools: dict[str, IO[bytes]] = {}
+        self.path = path
+        self.spools: dict[str, _Spool] = {}
         self.edge_spool: IO[bytes] | None = None
         self.chunks_read = False
+        self.hashed: set[str] = set()  # sections hashed as they were read
+        self.passed: set[str] = set()  # counted empty, passed over before they came
+        self.broken = False  # a section passed over had records
+        self.head = _head_of(head)
+        self.present = importer.envelope.sections
+        if so_far:  # the sections to come are not known yet: those the manifest counts
+            self.present = {s: "array" for s in SECTIONS if s in self.ctx.manifest.counts}
+        self.checksum = protocol.StreamingChecksum(self.head, self.present)
+
+    def _sink(self, section: str) -> Callable[[bytes], Any]:
+        """Where the section's canonical records go: the checksum when its turn has come,
+        else a spool."""
+        if section in self.passed:
+            return self._not_empty
+        if self.present.get(section) == "array" and self._turn(section):
+            self.hashed.add(section)
+            return partial(self.checksum.feed_encoded, section)
+        spool = self.spools[section] = _Spool()
+        return spool.write
+
+    def _turn(self, section: str) -> bool:
+        """Every section before it in the checksum's order (SECTIONS is sorted) is hashed or
+        counted empty and not come yet (then passed over)."""
+        counts = self.ctx.manifest.counts
+        passing = []
+        for before in SECTIONS[: SECTIONS.index(section)]:
+            if self.present.get(before) != "array" or before in self.hashed | self.passed:
+                continue
+            if before in self.spools or counts.get(before) != 0:
+                return False
+            passing.append(before)
+        self.passed.update(passing)
+        return True
+
+    def _not_empty(self, data: bytes) -> None:
+        self.broken = True
+
+    def _checksum(
+        self, envelope: protocol.Envelope, head: dict[str, Any]
+    ) -> protocol.StreamingChecksum:
+        """The checksum of what the pass read, the spooled sections fed in their turn."""
+        if not self.broken and head == self.head and envelope.sections == self.present:
+            checksum = self.checksum
+        elif not self.hashed and not self.passed:
+            checksum = protocol.StreamingChecksum(head, envelope.sections)
+        else:
+            return _hash_file(self.path, head, envelope.sections)
+        for section in SECTIONS:
+            spool = self.spools.get(section)
+            if spool is not None:
+                spool.feed(checksum, section)
+        return checksum
 
     def stream_section(self, section: str, records: Iterator[Any]) -> None:
         """Import one section as the file's single pass reaches it. Its records' canonical
-        bytes go to a spool for the checksum (hashed at the end in the checksum's key order);
+        bytes go to the checksum, or to a spool hashed at the end in the checksum's key order;
         edges wait in a spool of their own when the chunks they name have not been read yet."""
-        spool = tempfile.TemporaryFile(buffering=SPOOL_BUFFER)  # noqa: SIM115 - finish_stream
-        self.spools[section] = spool
         self.ctx.report.section = section
-        items = self.ctx.feed(section, records, partial(_spool_line, spool.write))
+        items = self.ctx.feed(section, records, self._sink(section))
         if section == "memory_edges" and not self.chunks_read:
             self.edge_spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed in finish_stream
             for _, _, data in items:
@@ -129,25 +236,16 @@ class _Streamed:
                 self.importer.edges.write(
                     (index, json_loads(line)) for index, line in enumerate(self.edge_spool)
                 )
-            checksum = protocol.StreamingChecksum(head, envelope.sections)
-            for section in SECTIONS:
-                spool = self.spools.get(section)
-                if spool is None:
-                    continue
-                spool.seek(0)
-                rest = b""
-                while block := spool.read(1 << 20):
-                    block, _, tail = (rest + block).rpartition(b"\n")
-                    checksum.feed_encoded_lines(section, block + b"\n" if block else b"")
-                    rest = tail
+            checksum = self._checksum(envelope, head)
         finally:
             self.close_spools()
         return self.importer.finish(checksum)
 
     def close_spools(self) -> None:
-        for spool in (*self.spools.values(), self.edge_spool):
-            if spool is not None:
-                spool.close()
+        for spool in self.spools.values():
+            spool.close()
+        if self.edge_spool is not None:
+            self.edge_spool.close()
         self.spools, self.edge_spool = {}, None
 
 
@@ -166,16 +264,15 @@ def _stream_file(
     streamed: _Streamed | None = None
     read: dict[str, Any] = {}
 
-    def start(envelope_head: dict[str, Any]) -> _Streamed:
-        return _Streamed(
-            Importer(
-                team=team,
-                envelope=protocol.validate_envelope(envelope_head),
-                options=options,
-                progress=progress,
-                actor=actor,
-            )
+    def start(envelope_head: dict[str, Any], *, so_far: bool = False) -> _Streamed:
+        importer = Importer(
+            team=team,
+            envelope=protocol.validate_envelope(envelope_head),
+            options=options,
+            progress=progress,
+            actor=actor,
         )
+        return _Streamed(importer, path, envelope_head, so_far=so_far)
 
     if head is not None:
         streamed = start(head)
@@ -188,7 +285,7 @@ def _stream_file(
                 if streamed is None:
                     if not read.keys() >= _ENVELOPE_KEYS:
                         raise _HeadAfterSections(read)
-                    streamed = start(read)
+                    streamed = start(read, so_far=True)
                 streamed.stream_section(key, value)
         if guessed and read != head:
             raise _HeadGuessWrong
@@ -199,6 +296,28 @@ def _stream_file(
     finally:
         if streamed is not None:
             streamed.close_spools()
+
+
+def _hash_file(path: Path, head: dict[str, Any], present: dict[str, str]) -> Any:
+    """The checksum in a pass of its own over the file (its sections spooled, then hashed in
+    the checksum's order): when the head or sections the import's pass hashed by turned out
+    otherwise."""
+    checksum = protocol.StreamingChecksum(head, present)
+    spools: dict[str, _Spool] = {}
+    try:
+        with path.open("rb") as stream:
+            for key, is_array, records in _top_level(stream):
+                if is_array:
+                    spool = spools[key] = _Spool()
+                    for record in records:
+                        spool.write(protocol.encode_record(record)[1])
+        for section in SECTIONS:
+            if section in spools:
+                spools[section].feed(checksum, section)
+    finally:
+        for spool in spools.values():
+            spool.close()
+    return checksum
 
 
 def _import_head_last(

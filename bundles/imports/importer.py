@@ -123,7 +123,11 @@ class Importer:
 
     def _finish_near_duplicates(self) -> None:
         """Imported chunks that came with our model's vectors and nearly duplicate served
-        ones (the rest are compared when the worker has embedded them: brain.embed)."""
+        ones (the rest are compared when the worker has embedded them: brain.embed). A run
+        that inserted no chunk has none to compare (a re-import: no look-up of the ids above
+        the floor, which scanned the team's chunks)."""
+        if not self.ctx.report.counts["chunks"]["inserted"]:
+            return
         team, floor = self.ctx.team, self.chunk_id_floor
         pairs = import_near_duplicates(
             team,

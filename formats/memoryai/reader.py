@@ -89,6 +89,11 @@ class BundleFile:
         """Decode the value at the cursor (whitespace already skipped)."""
         while True:
             buf, pos = self._buf, self._pos
+            if len(buf) - pos < BLOCK_CHARS >> 2 and not self._eof:
+                # read on before a value near the window's end: a value cut there costs a
+                # failed decode whose error counts the window's lines (~1 ms a window)
+                self._fill()
+                continue
             try:
                 value, end = _DECODER.raw_decode(buf, pos)
             except json.JSONDecodeError as exc:
