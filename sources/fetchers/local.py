@@ -113,15 +113,9 @@ class LocalFetcher:
             descriptor = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError as exc:
             raise om.Rejection("not-found", f"{relative} cannot be opened", path=relative) from exc
-        try:
-            info = os.fstat(descriptor)
-            if not stat.S_ISREG(info.st_mode):
-                raise om.Rejection("not-found", f"{relative} is not a regular file", path=relative)
-            data = _read_upto(descriptor, min(info.st_size, limit) + 1, limit + 1)
-        finally:
-            os.close(descriptor)
-        if len(data) > limit:
-            raise om.Rejection("too-large", f"{relative} is over {limit} bytes", path=relative)
+        data = _read_regular(descriptor, limit, relative)
+        if data is None:
+            raise om.Rejection("not-found", f"{relative} is not a regular file", path=relative)
         return data
 
     def get_manifest(self, validator: Validator | None) -> Fetched:
@@ -161,19 +155,25 @@ class LocalFetcher:
             descriptor = os.open(f"{parent}/{name}", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except (OSError, ValueError):
             return None
-        try:
-            info = os.fstat(descriptor)
-            if not stat.S_ISREG(info.st_mode):
-                return None
-            data = _read_upto(descriptor, min(info.st_size, limit) + 1, limit + 1)
-        finally:
-            os.close(descriptor)
-        if len(data) > limit:
-            raise om.Rejection("too-large", f"{relative} is over {limit} bytes", path=relative)
-        return data
+        return _read_regular(descriptor, limit, relative)
 
     def close(self) -> None:
         return None
+
+
+def _read_regular(descriptor: int, limit: int, relative: str) -> bytes | None:
+    """An open file's bytes if it is a regular file (None if not), closing it; over `limit`
+    bytes is the record's rejection."""
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        data = _read_upto(descriptor, min(info.st_size, limit) + 1, limit + 1)
+    finally:
+        os.close(descriptor)
+    if len(data) > limit:
+        raise om.Rejection("too-large", f"{relative} is over {limit} bytes", path=relative)
+    return data
 
 
 def _read_upto(descriptor: int, first: int, most: int) -> bytes:

@@ -132,6 +132,17 @@ def refresh_failed(
     return run
 
 
+def _locked(source_id: int, run_id: int) -> tuple[Source, RefreshRun]:
+    """The source, locked for the swap (its snapshot's bytes left unread), and the run."""
+    source = (
+        Source.objects.select_for_update(of=("self",))
+        .select_related("team", "current_snapshot")
+        .defer(*SNAPSHOT_BYTES)
+        .get(pk=source_id)
+    )
+    return source, RefreshRun.objects.get(pk=run_id)
+
+
 @transaction.atomic
 def refresh_succeeded(
     source_id: int,
@@ -141,13 +152,7 @@ def refresh_succeeded(
     started: datetime,
     clock: float,
 ) -> RefreshRun:
-    source = (
-        Source.objects.select_for_update(of=("self",))
-        .select_related("team", "current_snapshot")
-        .defer(*SNAPSHOT_BYTES)
-        .get(pk=source_id)
-    )
-    run = RefreshRun.objects.get(pk=run_id)
+    source, run = _locked(source_id, run_id)
     now = timezone.now()
     selection = result.selection
     fingerprint = result.fingerprint()
@@ -197,13 +202,7 @@ def refresh_unchanged(
     """The raw check found the bytes the current snapshot was read from, under the same rules:
     keep it, parse nothing, and do only what time can change (expiry; the health and the run,
     as any successful refresh does)."""
-    source = (
-        Source.objects.select_for_update(of=("self",))
-        .select_related("team", "current_snapshot")
-        .defer(*SNAPSHOT_BYTES)
-        .get(pk=source_id)
-    )
-    run = RefreshRun.objects.get(pk=run_id)
+    source, run = _locked(source_id, run_id)
     snapshot = source.current_snapshot
     if snapshot is None or snapshot.raw_digest != check.digest:
         # under the source's lock only a refresh swaps snapshots: this is a bug, said loudly
