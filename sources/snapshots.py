@@ -5,7 +5,7 @@ found the same bytes)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -234,6 +234,19 @@ def snapshot_create(
     return snapshot
 
 
+def _flip(selection: om.Selection, rows: Iterable[tuple[int, str, bool, str]]) -> bool:
+    """Store the selection's state on the stored records (pk, record id, active, inactive
+    reason) whose state it changed; True when it changed any."""
+    flipped = False
+    for pk, record_id, was_active, was_reason in rows:
+        active = record_id in selection.active
+        reason = selection.inactive.get(record_id, "")
+        if was_active != active or was_reason != reason:
+            Record.objects.filter(pk=pk).update(active=active, inactive_reason=reason)
+            flipped = True
+    return flipped
+
+
 def snapshot_touch(
     snapshot: Snapshot,
     rows: dict[str, StoredRecord],
@@ -245,13 +258,9 @@ def snapshot_touch(
     it) and re-apply expiry to the records it flips. True when some record flipped. The raw
     digest and entries (`raw`) are stored again: a snapshot from before they existed (or
     from another reader version) takes the raw check's short way from the next refresh on."""
-    flipped = False
-    for row in rows.values():
-        active = row.record_id in selection.active
-        reason = selection.inactive.get(row.record_id, "")
-        if row.active != active or row.inactive_reason != reason:
-            Record.objects.filter(pk=row.pk).update(active=active, inactive_reason=reason)
-            flipped = True
+    flipped = _flip(
+        selection, ((r.pk, r.record_id, r.active, r.inactive_reason) for r in rows.values())
+    )
     snapshot.retrieved_at = now
     snapshot.active_count = len(selection.active)
     snapshot.raw_digest, snapshot.raw_entries = raw
@@ -288,13 +297,7 @@ def snapshot_keep(snapshot: Snapshot, *, selected_at: datetime, now: datetime) -
             (t, SelectionKey(t, (), None)) for t in held.values_list("record_id", flat=True)
         )
     selection = om.select_by_id(keys, now=selected_at)
-    flipped = False
-    for pk, record_id, _, _, was_active, was_reason in timed:
-        active = record_id in selection.active
-        reason = selection.inactive.get(record_id, "")
-        if was_active != active or was_reason != reason:
-            Record.objects.filter(pk=pk).update(active=active, inactive_reason=reason)
-            flipped = True
+    flipped = _flip(selection, ((pk, rid, active, why) for pk, rid, _, _, active, why in timed))
     snapshot.retrieved_at = now
     snapshot.active_count = snapshot.record_count - len(selection.inactive)
     snapshot.save(update_fields=["retrieved_at", "active_count"])

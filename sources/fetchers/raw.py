@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -22,6 +20,7 @@ from typing import Any
 
 from formats import openmemories as om
 from sources.fetchers import Fetched, Fetcher, FetchPolicy, SourceError, Validator
+from sources.fetchers.spool import ByteSpool
 
 # Bump whenever what a read makes of the same bytes changes: the OpenMemories reading rules
 # (formats/openmemories: parsing, field checks, rejections, selection) or how read_source
@@ -71,35 +70,6 @@ class Known:
     entries: bytes
 
 
-class BodySpool:
-    """Fetched bodies in an unlinked temporary file, so a check that keeps them for the full
-    read holds their offsets only."""
-
-    def __init__(self) -> None:
-        self._file: Any = None
-        self._size = 0
-
-    def add(self, data: bytes) -> tuple[int, int]:
-        if self._file is None:
-            self._file = tempfile.TemporaryFile(buffering=0)  # noqa: SIM115
-        view = memoryview(data)
-        while view:
-            view = view[self._file.write(view) :]
-        span = (self._size, len(data))
-        self._size += len(data)
-        return span
-
-    def get(self, span: tuple[int, int]) -> bytes:
-        if not span[1]:
-            return b""
-        return os.pread(self._file.fileno(), span[1], span[0])
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-
-
 @dataclass
 class RawCheck:
     """One raw pass over a source: its digest, the manifest's name, the validators the next
@@ -110,7 +80,7 @@ class RawCheck:
     validators: dict[str, Validator]
     # key -> (body span or None for a 304, the validator) or the fetch's rejection
     answers: dict[str, Any] = field(default_factory=dict)
-    bodies: BodySpool = field(default_factory=BodySpool)
+    bodies: ByteSpool = field(default_factory=ByteSpool)
 
     def close(self) -> None:
         self.answers = {}

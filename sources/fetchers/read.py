@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -16,6 +15,7 @@ from urllib.parse import urlsplit
 from formats import openmemories as om
 from sources.fetchers import Fetcher, LocationError, SourceError, Validator
 from sources.fetchers.raw import RawDigest, entries_pack
+from sources.fetchers.spool import ByteSpool
 
 # ----------------------------------------------------------------------------- locations
 
@@ -97,9 +97,8 @@ class RecordSpool:
     def __init__(self, previous: Mapping[str, om.Record] | None = None) -> None:
         self._previous = previous or {}
         self._pending: list[tuple[Any, ...]] = []
-        self._file: Any = None
+        self._bytes = ByteSpool()
         self._spans: list[tuple[int, int]] = []  # (offset, length) of each written batch
-        self._size = 0
         self._count = 0
 
     def append(self, item: ReadRecord) -> None:
@@ -109,25 +108,17 @@ class RecordSpool:
             self._spill()
 
     def _spill(self) -> None:
-        if self._file is None:
-            # unlinked at once; open until close() (or the spool is collected)
-            self._file = tempfile.TemporaryFile(buffering=0)  # noqa: SIM115
         data = pickle.dumps(self._pending, protocol=pickle.HIGHEST_PROTOCOL)
-        view = memoryview(data)
-        while view:
-            view = view[self._file.write(view) :]
-        self._spans.append((self._size, len(data)))
-        self._size += len(data)
+        self._spans.append(self._bytes.add(data))
         self._pending = []
 
     def __len__(self) -> int:
         return self._count
 
     def __iter__(self) -> Iterator[ReadRecord]:
-        for offset, length in list(self._spans):
-            data = os.pread(self._file.fileno(), length, offset)
+        for span in list(self._spans):
             # our own bytes, written above to a file no other process can open by name
-            yield from map(self._unpack, pickle.loads(data))  # noqa: S301
+            yield from map(self._unpack, pickle.loads(self._bytes.get(span)))  # noqa: S301
         yield from map(self._unpack, list(self._pending))
 
     def _unpack(self, packed: tuple[Any, ...]) -> ReadRecord:
@@ -137,10 +128,8 @@ class RecordSpool:
         return ReadRecord(om.Entry(entry_id, path), om.Record(*fields), False)
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-            self._spans = []
+        self._bytes.close()
+        self._spans = []
 
     def __del__(self) -> None:  # a read nobody closed (a preview, the check command)
         self.close()
