@@ -93,9 +93,9 @@ def source_wanted(
         or source.current_snapshot_id is None
     ):
         return
-    stale = source.health == Health.STALE
-    # No read time here: `retrieved_at` is served from the current snapshot (bundles.provenance),
-    # so a changed refresh rewrites only the chunks of the records that changed.
+    # No read time and no staleness here: `retrieved_at` and `stale` are served from the source
+    # (bundles.provenance), so a changed refresh rewrites only the chunks of the records that
+    # changed, and a source going stale or fresh again rewrites none.
     if records is None:
         rows: Iterable[SourceRow] = _stored_rows(source, now)
     else:
@@ -122,7 +122,6 @@ def source_wanted(
                 "source": source.identity,
                 "source_name": source.label,
                 "record_id": record_id,
-                "stale": stale,
             },
             expires_at=expires,
         )

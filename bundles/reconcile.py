@@ -22,7 +22,7 @@ from django.utils import timezone
 from bundles.mirror_chunks import Held, HeldOrigin, chunks_for, column_in, other_active_refs
 from bundles.mirrored import PROVENANCE_KEY, Mirrored, MirrorResult, Wanted, parse_wanted
 from bundles.models import Chunk, ChunkOrigin
-from bundles.provenance import without_read_time
+from bundles.provenance import without_served
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.batching import LOOKUP_BATCH, for_batches
 from memoryadmin.bulk import insert_values, json_loads, stream_rows, update_values
@@ -211,7 +211,7 @@ def _plan(
         if (
             moved
             or origin.expires_at != item.expires_at
-            or without_read_time(origin.metadata) != item.provenance
+            or without_served(origin.metadata) != item.provenance
         ):
             origin.chunk_id, origin.active = chunk.id, True
             origin.expires_at, origin.metadata = item.expires_at, item.provenance
@@ -224,9 +224,10 @@ def _plan(
 
 def _differs(chunk: Held, wanted: Wanted) -> bool:
     """Whether the wanted item would change the chunk's mirrored fields (a standalone chunk's:
-    only our provenance key). A read time stored by an earlier version is not a change."""
+    only our provenance key). A read time or staleness stored by an earlier version is not
+    a change."""
     item = wanted.item
-    mine = without_read_time(chunk.metadata.get(PROVENANCE_KEY))
+    mine = without_served(chunk.metadata.get(PROVENANCE_KEY))
     if chunk.standalone:
         return mine != item.provenance
     return (

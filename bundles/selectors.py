@@ -39,7 +39,7 @@ from bundles.models import (
 from bundles.readlog import id_in_summary
 from bundles.secrets import mask_secrets
 from memoryadmin.models import AuditEvent, Team
-from sources.models import Source
+from sources.models import Health, Source
 
 # ----------------------------------------------------------------------------- served
 
@@ -201,14 +201,15 @@ def chunk_page_masked(page: Page) -> Page:
 
 
 def _origins_for_page() -> QuerySet[ChunkOrigin]:
-    """Origins with `source_exists`: a deleted source's origin keeps only its recorded name.
+    """Origins with `source_exists` (a deleted source's origin keeps only its recorded name)
+    and `source_stale` (the source is stale now: not stored, bundles.provenance).
 
-    A subquery in the one prefetch query, so the page's query count stays flat."""
+    Subqueries in the one prefetch query, so the page's query count stays flat."""
+    source = Source.objects.filter(pk=OuterRef("source_pk"), team_id=OuterRef("team_id"))
     return ChunkOrigin.objects.annotate(
         source_pk=Cast(KT("metadata__source_id"), IntegerField()),
-        source_exists=Exists(
-            Source.objects.filter(pk=OuterRef("source_pk"), team_id=OuterRef("team_id"))
-        ),
+        source_exists=Exists(source),
+        source_stale=Exists(source.filter(health=Health.STALE)),
     ).order_by("-active", "ref")
 
 

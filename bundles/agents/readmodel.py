@@ -15,7 +15,7 @@ from django.utils import timezone
 from bundles.agents.errors import AgentError
 from bundles.context import UNTRUSTED_NOTE
 from bundles.models import Chunk, ChunkOrigin
-from bundles.provenance import formatted, with_origin_read_at, with_read_time
+from bundles.provenance import origin_now, served, with_origin_source
 from bundles.readlog import refs_summary
 from bundles.secrets import mask_secrets
 from bundles.usage.counting import read_log_write
@@ -108,7 +108,7 @@ def active_origins_of(chunk_ids: Iterable[int], now: datetime | None = None) -> 
     """chunk id -> its active, unexpired origins, smallest ref (the owner) first; one query."""
     now = now or timezone.now()
     found: dict[int, list[ChunkOrigin]] = {}
-    rows = with_origin_read_at(
+    rows = with_origin_source(
         ChunkOrigin.objects.filter(chunk_id__in=list(chunk_ids), active=True)
         .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
         .only("chunk_id", "kind", "ref", "metadata")
@@ -146,10 +146,10 @@ def chunk_flags(chunk: Chunk) -> list[str]:
 
 
 def origin_provenance(origin: ChunkOrigin) -> dict[str, Any]:
-    """The origin's provenance as served: a source's with its current snapshot's read time
-    (`read_at`, annotated by bundles.provenance.with_origin_read_at)."""
+    """The origin's provenance as served: a source's with its current snapshot's read time and
+    its staleness (annotated by bundles.provenance.with_origin_source)."""
     provenance = {"origin": origin.kind, "ref": origin.ref, **(origin.metadata or {})}
-    return with_read_time(provenance, formatted(getattr(origin, "read_at", None)))
+    return served(provenance, origin_now(origin))
 
 
 def chunk_result(chunk: Chunk, origins: list[ChunkOrigin]) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from bundles.agents.readmodel import (
 )
 from bundles.context import UNTRUSTED_NOTE
 from bundles.models import Chunk, ChunkOrigin
-from bundles.provenance import with_origin_read_at
+from bundles.provenance import with_origin_source
 from bundles.selectors import active_origins, served_chunks
 from formats.crosswalk import MEMORY_TYPES, SOURCE_TYPES
 from formats.memoryai import CORE_TYPES
@@ -123,10 +123,18 @@ def result_rows(ids: list[int], now: datetime) -> tuple[dict[int, Chunk], dict[i
     from django.contrib.postgres.expressions import ArraySubquery
 
     origins = (
-        with_origin_read_at(ChunkOrigin.objects.filter(chunk_id=OuterRef("pk"), active=True))
+        with_origin_source(ChunkOrigin.objects.filter(chunk_id=OuterRef("pk"), active=True))
         .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
         .order_by("ref")
-        .values(json=JSONObject(kind="kind", ref="ref", metadata="metadata", read_at="read_at"))
+        .values(
+            json=JSONObject(
+                kind="kind",
+                ref="ref",
+                metadata="metadata",
+                read_at="read_at",
+                source_stale="source_stale",
+            )
+        )
     )
     by_id: dict[int, Chunk] = {}
     by_chunk: dict[int, list] = {}
@@ -141,6 +149,7 @@ def _origin(chunk_id: int, found: dict[str, Any]) -> ChunkOrigin:
         chunk_id=chunk_id, kind=found["kind"], ref=found["ref"], metadata=found["metadata"]
     )
     origin.read_at = found["read_at"]  # type: ignore[attr-defined]
+    origin.source_stale = found["source_stale"]  # type: ignore[attr-defined]
     return origin
 
 

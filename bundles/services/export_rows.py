@@ -27,7 +27,7 @@ from django.db.models.functions import Cast
 
 from bundles.mirrored import PROVENANCE_KEY
 from bundles.models import CHUNK_RECORD_COLUMNS
-from bundles.provenance import time_of
+from bundles.provenance import SourceNow, served_from
 from bundles.selectors import active_origins
 from formats import memoryai as protocol
 from memoryadmin.bulk import json_loads, stream_rows
@@ -124,21 +124,22 @@ def with_origin_provenance(chunks: QuerySet, now: datetime) -> QuerySet:
     )
 
 
-def _provenance(metadata: Any, origins: Any, times: dict[int, str]) -> Any:
+def _provenance(metadata: Any, origins: Any, states: dict[int, SourceNow]) -> Any:
     """metadata.memoryadmin as exported: the owner's provenance (stored on the chunk), with
     `origins` naming every active origin and `stale` true only when all of them are stale; a
-    source's `retrieved_at` from `times` (bundles.provenance.read_times)."""
+    source's `retrieved_at` and `stale` from `states` (bundles.provenance.source_states)."""
     found = _json(origins) if origins else None
     if not isinstance(metadata, dict):
         return metadata
     own = metadata.get(PROVENANCE_KEY)
     if isinstance(own, dict) and own.get("origin") == "source":
-        metadata = {**metadata, PROVENANCE_KEY: time_of(own, times)}
+        metadata = {**metadata, PROVENANCE_KEY: served_from(own, states)}
         own = metadata[PROVENANCE_KEY]
     if not isinstance(found, list):
         return metadata
     found = sorted(
-        (time_of(o, times) for o in found if isinstance(o, dict)), key=lambda o: str(o.get("ref"))
+        (served_from(o, states) for o in found if isinstance(o, dict)),
+        key=lambda o: str(o.get("ref")),
     )
     if not found:
         return metadata
@@ -155,10 +156,10 @@ def _json(value: Any) -> Any:
 
 
 def export_record(
-    section: str, row: tuple[Any, ...], model: tuple[str, int], times: dict[int, str]
+    section: str, row: tuple[Any, ...], model: tuple[str, int], states: dict[int, SourceNow]
 ) -> Any:
-    """One protocol record from a row of `COLUMNS[section]`; `times`: the read time of each
-    source's current snapshot (bundles.provenance.read_times)."""
+    """One protocol record from a row of `COLUMNS[section]`; `states`: each source's read time
+    and staleness (bundles.provenance.source_states)."""
     if section == "chunks":
         (pk, content, digest, memory_type, embedding, embedding_model, embedding_dim, tags, zone,
          importance, is_pinned, decay_score, tier, created_at, accessed_at, valid_until,
@@ -185,7 +186,7 @@ def export_record(
             "created_at": _ts(created_at),
             "accessed_at": _ts(accessed_at),
             "valid_until": _ts(valid_until),
-            "metadata": _provenance(_json(metadata), origins, times),
+            "metadata": _provenance(_json(metadata), origins, states),
         }
     if section == "memory_edges":
         source, target, edge_type, weight, co_activations, created_at, updated_at = row

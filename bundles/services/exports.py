@@ -23,7 +23,7 @@ from bundles.models import (
     MemoryEdge,
     MoodState,
 )
-from bundles.provenance import read_times
+from bundles.provenance import source_states
 from bundles.readlog import id_summary
 from bundles.selectors import served_q
 from bundles.services.export_rows import COLUMNS, export_record, export_rows, with_origin_provenance
@@ -242,7 +242,7 @@ def _records(team: Team, request: ExportRequest) -> Iterator[tuple[str, Any]]:
     querysets = _querysets(team, request, now)  # one `now` for counts and rows
     counts = {name: qs.count() for name, qs in querysets.items()}
     querysets["chunks"] = with_origin_provenance(querysets["chunks"], now)
-    times = read_times(team)  # the sources' read times, in the same snapshot as the rows
+    states = source_states(team)  # read times and staleness, in the same snapshot as the rows
     head = _head(team, request, counts)
     model = (head["manifest"]["embedding_model"], head["manifest"]["embedding_dim"])
     yield "head", head
@@ -252,7 +252,7 @@ def _records(team: Team, request: ExportRequest) -> Iterator[tuple[str, Any]]:
         yield "section", name
         sent = 0
         for row in export_rows(querysets[name].order_by("id"), COLUMNS[name]):
-            data, canonical = encode(export_record(name, row, model, times))
+            data, canonical = encode(export_record(name, row, model, states))
             checksum.feed_canonical(name, canonical)
             sent += 1
             yield name, data

@@ -12,10 +12,12 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from bundles.models import ChunkOrigin
 from memoryadmin.audit import Actor
 from memoryadmin.models import ApiToken, AuditEvent
 from memoryadmin.tokens import token_revoke
 from reviews.models import Memory
+from sources.services.refresh import source_refresh
 
 pytestmark = pytest.mark.django_db(transaction=True)
 READ = ["context:read"]
@@ -162,6 +164,27 @@ def test_it_runs_every_read_tool_and_audits_it_as_mcp(world, team, make_token, l
     )
     assert vias == {"mcp"}
     assert AuditEvent.objects.filter(team=team, action="agents.get").count() == 1
+
+
+def test_its_results_say_stale_exactly_while_the_source_is_stale(
+    world, team, make_token, live_server, tmp_path
+):
+    """`stale` is served from the source (bundles.provenance), not from the stored chunk."""
+    secret = make_token(team, READ)
+
+    def flags() -> tuple[bool, bool]:
+        found = _call(live_server.url, secret, "search_memory", {"query": "Tuesdays"})
+        record = next(r for r in found.structured_content["results"] if r["origin"] == "source")
+        chunk_id = ChunkOrigin.objects.get(ref=record["ref"]).chunk_id
+        got = _call(live_server.url, secret, "get_memory", {"ref": f"brain:{chunk_id}"})
+        return record["provenance"]["stale"], got.structured_content["memory"]["provenance"][
+            "stale"
+        ]
+
+    assert flags() == (False, False)
+    (tmp_path / "source" / "memories.json").write_text("{not json", encoding="utf-8")
+    source_refresh(source_id=world.source.pk)
+    assert flags() == (True, True)
 
 
 def test_it_answers_bad_tool_input_with_a_coded_tool_error(world, team, make_token, live_server):
