@@ -229,16 +229,17 @@ class WorkingCopy:
         self._run("remote", "add", "origin", self.remote_url, mutating=True)
         self.files.forget()
 
-    def fetch(self) -> str:
-        """Fetch the branch; return the remote head commit."""
+    def fetch(self, *, head: bool = True) -> str:
+        """Fetch the branch; return the remote head commit (with `head`, else "")."""
         refspec = f"+refs/heads/{self.branch}:refs/remotes/origin/{self.branch}"
         self._run_network("fetch", "--quiet", "--prune", "--no-tags", "origin", refspec)
-        return self.rev_parse(f"refs/remotes/origin/{self.branch}")
+        return self.rev_parse(f"refs/remotes/origin/{self.branch}") if head else ""
 
     def reset_to_remote(self) -> str:
+        """Branch, index and files become the remote head's: a forced checkout -B resets all
+        three (a `reset --hard` after it only stat'ed every file), `clean` drops the rest."""
         remote = f"refs/remotes/origin/{self.branch}"
         self._run("checkout", "--quiet", "--force", "-B", self.branch, remote, mutating=True)
-        self._run("reset", "--quiet", "--hard", remote, mutating=True)
         self._run("clean", "-ffdxq", mutating=True)
         self._unstaged.clear()
         self.files.forget()  # the checkout may have replaced any folder (by a symlink too)
@@ -246,7 +247,7 @@ class WorkingCopy:
 
     def sync(self) -> str:
         self.ensure_clone()
-        self.fetch()
+        self.fetch(head=False)  # reset_to_remote reads the head it checked out
         return self.reset_to_remote()
 
     def write_file(self, path: str, content: str) -> None:
@@ -361,9 +362,6 @@ class WorkingCopy:
             info, _, path = entry.partition("\t")
             result[path] = info.split()[2]
         return result
-
-    def blob_sha(self, path: str) -> str | None:
-        return self.blob_shas(path).get(path)
 
     def added_by(self, folder: str) -> dict[str, tuple[str, str, str, str]]:
         """path -> (commit, author name, email, date) of the newest commit that added it."""

@@ -5,6 +5,7 @@ No Django import. Every problem carries a stable code, the repo-relative path an
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from formats.frontmatter import Document, FrontMatterError, parse
-from formats.memoryrail.config import ConfigError, _inside, load_config, read_limited
+from formats.memoryrail.config import ConfigError, _inside, load_config
 from formats.memoryrail.fields import _text, _text_list, check_link, parse_timestamp
 from formats.memoryrail.model import (
     ERROR,
@@ -190,42 +191,97 @@ def read_project(
         return Project(root=root, config=None, problems=[exc.as_problem()])
     project = Project(root=root, config=config)
     directory = root / MEMORIES_DIR
-    # by name (one folder): the order Path comparison gives, without building its parts
-    files = sorted(directory.glob("*.md"), key=lambda file: file.name) if directory.is_dir() else []
-    if files and not _inside(directory, root):
+    entries = _memory_entries(directory)
+    if entries and not _inside(directory, root):
         message = "the memories folder is a symlink; nothing in it is read"
         project.problems.append(Problem("file-not-regular", MEMORIES_DIR, None, message))
-        files = []
-    for file in files:
-        rel = f"{MEMORIES_DIR}/{file.name}"
-        if _SURROGATE.search(file.name):  # bytes that are not UTF-8, decoded by surrogateescape
-            name = os.fsencode(file.name).decode("utf-8", "backslashreplace")
-            message = "the file name is not valid UTF-8; nothing in it is read"
-            project.problems.append(Problem("not-utf8", f"{MEMORIES_DIR}/{name}", None, message))
-            continue
-        if not _regular(file):
-            project.problems.append(Problem("file-not-regular", rel, None, "not a regular file"))
-            continue
-        data = read_limited(file, MAX_MEMORY_BYTES)
-        blob, known_meta = (known or {}).get(rel, ("", None))
-        if known_meta is not None and git_blob_sha(data) != blob:
-            known_meta = None
-        memory, problems = parse_memory(data, path=rel, known_meta=known_meta)
-        project.problems.extend(problems)
-        if memory is not None:
-            project.memories.append(memory)
-            project.data[rel] = data
+        entries = []
+    folder = _open_folder(directory) if entries else None
+    try:
+        for name, regular in entries:
+            rel = f"{MEMORIES_DIR}/{name}"
+            if _SURROGATE.search(name):  # bytes that are not UTF-8, decoded by surrogateescape
+                shown = os.fsencode(name).decode("utf-8", "backslashreplace")
+                message = "the file name is not valid UTF-8; nothing in it is read"
+                project.problems.append(
+                    Problem("not-utf8", f"{MEMORIES_DIR}/{shown}", None, message)
+                )
+                continue
+            data = _read_regular(folder, name) if regular and folder is not None else None
+            if data is None:
+                project.problems.append(
+                    Problem("file-not-regular", rel, None, "not a regular file")
+                )
+                continue
+            blob, known_meta = (known or {}).get(rel, ("", None))
+            if known_meta is not None and git_blob_sha(data) != blob:
+                known_meta = None
+            memory, problems = parse_memory(data, path=rel, known_meta=known_meta)
+            if problems:
+                project.problems.extend(problems)
+            if memory is not None:
+                project.memories.append(memory)
+                project.data[rel] = data
+    finally:
+        if folder is not None:
+            os.close(folder)
     project.problems.extend(check_references(project.memories))
     return project
 
 
-def _regular(file: Path) -> bool:
-    """Neither a symlink nor anything but a regular file: one lstat, where is_symlink() and
-    is_file() made two system calls."""
+def _memory_entries(directory: Path) -> list[tuple[str, bool]]:
+    """(name, regular) of the folder's `*.md` entries by name, as `glob("*.md")` finds them
+    (hidden names too, case-sensitive), from one directory listing: `regular` comes from the
+    entry's type (no symlink followed), where a glob and an lstat per file cost a system call
+    and two path objects each."""
     try:
-        return stat.S_ISREG(os.lstat(file).st_mode)
-    except (OSError, ValueError):
-        return False
+        with os.scandir(directory) as listing:
+            found = [
+                (entry.name, entry.is_file(follow_symlinks=False))
+                for entry in listing
+                if entry.name.endswith(".md")
+            ]
+    except (OSError, ValueError):  # no folder (or not one): nothing to read, as glob() finds
+        return []
+    found.sort()
+    return found
+
+
+def _open_folder(directory: Path) -> int | None:
+    try:
+        return os.open(directory, _FOLDER_FLAGS)
+    except OSError:
+        return None
+
+
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# no symlink is followed, and a special file swapped in since the listing cannot block the open
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_NOT_REGULAR = (errno.ELOOP, errno.ENXIO, errno.ENOENT, errno.ENOTDIR, errno.EISDIR)
+
+
+def _read_regular(folder: int, name: str) -> bytes | None:
+    """At most MAX_MEMORY_BYTES + 1 bytes of the regular file `name` in the open `folder`
+    (read_limited's reads); None when it is not a regular file (anymore)."""
+    try:
+        handle = os.open(name, _FILE_FLAGS, dir_fd=folder)
+    except OSError as exc:
+        if exc.errno in _NOT_REGULAR:
+            return None  # a symlink, a device without a reader, or gone since the listing
+        raise
+    try:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        data = os.read(handle, min(info.st_size, MAX_MEMORY_BYTES) + 1)
+        while data and len(data) <= MAX_MEMORY_BYTES:
+            more = os.read(handle, min(MAX_MEMORY_BYTES + 1 - len(data), 65536))
+            if not more:
+                break
+            data += more
+        return data
+    finally:
+        os.close(handle)
 
 
 def check_references(memories: Iterable[Memory]) -> list[Problem]:

@@ -7,6 +7,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -70,8 +71,8 @@ class Memory:
     supersedes: str | None = None
     superseded_by: str | None = None
 
-    @property
-    def ref(self) -> str:
+    @cached_property
+    def ref(self) -> str:  # read by the ref index and each index row: hashed once
         return short_ref(self.id, self.type)
 
 

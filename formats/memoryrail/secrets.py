@@ -105,6 +105,18 @@ def _may_match(rule: str, text: str, folded: str | None) -> bool:
     return True  # a rule without needles, or a text that is not ASCII: the regex decides
 
 
+def _needle_search(needles: dict[str, tuple[str, ...]]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(n) for found in needles.values() for n in found))
+
+
+# Every needle in one search: a text holding none of them (nearly every memory) needs no
+# per-rule look at all. Only valid while every rule has needles (a rule without would have
+# to run on every text).
+_ANY_NEEDLE = _needle_search(_NEEDLES)
+_ANY_FOLDED_NEEDLE = _needle_search(_FOLDED_NEEDLES)
+_EVERY_RULE_HAS_NEEDLES = {rule for rule, _ in RULES} <= {*_NEEDLES, *_FOLDED_NEEDLES}
+
+
 def scan_text(text: str, *, path: str) -> list[SecretFinding]:
     """Every (rule, line) that matches, in line order; one finding per rule per line."""
     # First each rule once over the whole text, and only if a text its every match contains is
@@ -114,6 +126,13 @@ def scan_text(text: str, *, path: str) -> list[SecretFinding]:
     # some line matches in the text too. Only the rules found there (nearly always none) are
     # tried line by line.
     folded = text.lower() if text.isascii() else None
+    if (
+        _EVERY_RULE_HAS_NEEDLES
+        and folded is not None
+        and _ANY_NEEDLE.search(text) is None
+        and _ANY_FOLDED_NEEDLE.search(folded) is None
+    ):
+        return []
     rules = [
         (rule, pattern)
         for rule, pattern in RULES

@@ -72,6 +72,8 @@ def check_staleness(
     `statuses`: whose links are checked for `stale-link` and `maybe-stale`."""
     found: list[Stale] = []
     for memory in memories:
+        if not memory.links:
+            continue  # nearly every memory: nothing to check, not even its timestamp
         checked = memory.status in statuses
         updated = parse_timestamp(memory.updated)
         for link in memory.links:

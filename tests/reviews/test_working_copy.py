@@ -7,7 +7,7 @@ import pytest
 from reviews.git import GitError
 from reviews.services.repositories import working_copy
 
-from .conftest import M
+from .conftest import M, git
 
 pytestmark = pytest.mark.django_db
 
@@ -109,3 +109,30 @@ def test_a_commit_of_many_files_packs_their_blobs_and_names_its_command(copy):
     assert fsck.returncode == 0, fsck.stderr
     assert _command_of(("-c", "a=b", "-c", "c=d", "commit", "-q")) == "commit"
     assert _command_of(("-c",)) == "-c"
+
+
+def test_a_reset_leaves_exactly_the_remote_head_after_a_failed_push(copy, remote):
+    """One forced checkout -B (no `reset --hard` after it) throws away a local commit, staged
+    and unstaged edits, a removed file and untracked files."""
+    import subprocess
+
+    def git_out(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=copy.path, capture_output=True, check=True)
+        return done.stdout.decode()
+
+    head = copy.rev_parse("HEAD")
+    path = f"{M}/20260101-use-postgres.md"
+    original = (copy.path / path).read_bytes()
+    copy.write_file(path, "committed locally, never pushed\n")
+    copy.commit(message="Local\n", author=("A", "a@example.org"), committer=("A", "a@e.org"))
+    copy.write_file(path, "staged\n")
+    copy._stage()
+    (copy.path / path).write_text("unstaged\n", encoding="utf-8")
+    (copy.path / M / "20260102-no-orm-magic.md").unlink()
+    (copy.path / "untracked.txt").write_text("left over\n", encoding="utf-8")
+    assert copy.reset_to_remote() == head == git(remote.bare, "rev-parse", "main").strip()
+    assert (copy.path / path).read_bytes() == original
+    assert (copy.path / M / "20260102-no-orm-magic.md").is_file()
+    assert not (copy.path / "untracked.txt").exists()
+    assert git_out("status", "--porcelain") == ""
+    assert git_out("rev-parse", "--abbrev-ref", "HEAD").strip() == copy.branch
