@@ -32,12 +32,14 @@ from sources.fetchers.read import ReadRecord, ReadResult, read_source
 from sources.models import Health, RefreshRun, Snapshot
 from sources.services.refresh_store import _locked, _succeeded, refresh_succeeded
 from sources.signals import ServedRow, announce
-from sources.snapshots import RECORD_BATCH, StoredRecord, records_insert, snapshot_create
+from sources.snapshots import StoredRecord, records_insert, snapshot_create
 
 # Records handed from the read's thread at a time, and how many such hand-overs may wait: what
 # the stream holds in memory beyond the mirror's own batch (bounded, not the source's size).
 HANDOVER = 64
-WAITING = 32
+WAITING = 16
+# Records stored per statement while the read goes on (the mirror holds a batch of its own)
+STORE_BATCH = 500
 
 
 class ReadFailed(Exception):
@@ -177,7 +179,7 @@ class StreamedRead:
 
 class _Stored:
     """The records of a streamed read, stored in the opened snapshot as they are read
-    (RECORD_BATCH at a time, while the mirror gathers its next batch and the connection is
+    (STORE_BATCH at a time, while the mirror gathers its next batch and the connection is
     idle) and handed to the brain's mirror; that hand-over stops at the first id not above the
     one before (`ordered` then False), as the mirror wants record id order.
 
@@ -194,7 +196,7 @@ class _Stored:
     def _take(self, stream: StreamedRead) -> Iterator[ReadRecord]:
         for item in stream.records():
             self._batch.append(item)
-            if len(self._batch) >= RECORD_BATCH:
+            if len(self._batch) >= STORE_BATCH:
                 self._store()
             yield item
 

@@ -31,7 +31,7 @@ def small_batches(monkeypatch):  # type: ignore[no-untyped-def]
     """Hand over, store and mirror two records at a time, so an 8-record read is written
     batch by batch while it goes on."""
     monkeypatch.setattr(refresh_stream, "HANDOVER", 1)
-    monkeypatch.setattr(refresh_stream, "RECORD_BATCH", 2)
+    monkeypatch.setattr(refresh_stream, "STORE_BATCH", 2)
     monkeypatch.setattr(reconcile, "MIRROR_BATCH", 2)
 
 
