@@ -5,7 +5,7 @@ found the same bytes)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -16,7 +16,7 @@ from formats import openmemories as om
 from memoryadmin.batching import for_batches
 from memoryadmin.bulk import bulk_insert, insert_values, json_loads, stream_rows
 from sources.fetchers import Validator
-from sources.fetchers.read import ReadResult, SelectionKey
+from sources.fetchers.read import ReadRecord, ReadResult, SelectionKey
 from sources.models import HttpValidator, Problem, Record, Rejection, Snapshot, Source
 
 INSERT_BATCH = 500
@@ -165,53 +165,47 @@ def validators_store(source: Source, validators: Mapping[str, Validator]) -> Non
 
 
 def snapshot_create(
-    source: Source, result: ReadResult, fingerprint: str, now: datetime
+    source: Source,
+    result: ReadResult,
+    fingerprint: str,
+    now: datetime,
+    *,
+    opened: Snapshot | None = None,
+    records_stored: bool = False,
 ) -> Snapshot:
+    """The snapshot of what `result` read, with its records, rejections and problems; or
+    `opened` (a streamed refresh's empty snapshot, made before its read ended) filled in,
+    its records already stored when `records_stored` (`records_insert`, as they were read)."""
     selection = result.selection
-    snapshot = Snapshot.objects.create(
-        source=source,
-        retrieved_at=now,
-        manifest_name=result.manifest.name[:200],
-        manifest_entries=result.entries + len(result.manifest.rejected),
-        manifest_body=result.manifest_body,
-        fingerprint=fingerprint,
-        raw_digest=result.raw_digest,
-        raw_entries=result.raw_entries,
-        record_count=len(result.records),
-        active_count=len(selection.active),
-        rejected_count=len(result.rejections),
-        problem_count=len(selection.problems),
-    )
-    active, inactive = selection.active, selection.inactive
-    # plain rows, COPY-ed: a Record instance per row was a sixth of a cold refresh; in
-    # batches, as the spool gives them (elsewhere than PostgreSQL `bulk_create` lists them)
-    rows = (
-        (
+    fields = {
+        "retrieved_at": now,
+        "manifest_name": result.manifest.name[:200],
+        "manifest_entries": result.entries + len(result.manifest.rejected),
+        "manifest_body": result.manifest_body,
+        "fingerprint": fingerprint,
+        "raw_digest": result.raw_digest,
+        "raw_entries": result.raw_entries,
+        "record_count": len(result.records),
+        "active_count": len(selection.active),
+        "rejected_count": len(result.rejections),
+        "problem_count": len(selection.problems),
+    }
+    if opened is None:
+        snapshot = Snapshot.objects.create(source=source, **fields)
+    else:
+        snapshot = opened
+        for name, value in fields.items():
+            setattr(snapshot, name, value)
+        snapshot.save(update_fields=list(fields))
+    if not records_stored:
+        active, inactive = selection.active, selection.inactive
+        records_insert(
             snapshot.pk,
             source.pk,
-            r.id,
-            item.entry.path,
-            r.kind,
-            r.scope,
-            r.title,
-            r.body,
-            list(r.tags),
-            r.provenance,
-            r.created,
-            r.updated,
-            r.expires,
-            list(r.supersedes),
-            r.extensions,
-            r.content_hash,
+            result.records,
             now,
-            r.id in active,
-            inactive.get(r.id, ""),
+            lambda r: (r.id in active, inactive.get(r.id, "")),
         )
-        for item in result.records
-        for r in (item.record,)
-    )
-    for batch in for_batches(rows, RECORD_BATCH):
-        insert_values(Record, RECORD_FIELDS, batch, batch_size=INSERT_BATCH)
     Rejection.objects.bulk_create(
         (
             Rejection(
@@ -232,6 +226,44 @@ def snapshot_create(
         for p in selection.problems
     )
     return snapshot
+
+
+def records_insert(
+    snapshot_id: int,
+    source_id: int,
+    items: Iterable[ReadRecord],
+    now: datetime,
+    state: Callable[[om.Record], tuple[bool, str]],
+) -> None:
+    """Store read records in a snapshot; `state`: a record's (active, inactive reason)."""
+    # plain rows, COPY-ed: a Record instance per row was a sixth of a cold refresh; in
+    # batches, as the spool gives them (elsewhere than PostgreSQL `bulk_create` lists them)
+    rows = (
+        (
+            snapshot_id,
+            source_id,
+            r.id,
+            item.entry.path,
+            r.kind,
+            r.scope,
+            r.title,
+            r.body,
+            list(r.tags),
+            r.provenance,
+            r.created,
+            r.updated,
+            r.expires,
+            list(r.supersedes),
+            r.extensions,
+            r.content_hash,
+            now,
+            *state(r),
+        )
+        for item in items
+        for r in (item.record,)
+    )
+    for batch in for_batches(rows, RECORD_BATCH):
+        insert_values(Record, RECORD_FIELDS, batch, batch_size=INSERT_BATCH)
 
 
 def _flip(selection: om.Selection, rows: Iterable[tuple[int, str, bool, str]]) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -217,9 +217,13 @@ def read_source(
     previous_records: Mapping[str, om.Record] | None = None,
     previous_manifest: bytes | None = None,
     validators: Mapping[str, Validator] | None = None,
+    on_manifest: Callable[[om.Manifest], None] | None = None,
+    on_record: Callable[[ReadRecord], None] | None = None,
 ) -> ReadResult:
     """Read and validate a whole source. `previous_records` (path -> record of the last
     snapshot) lets unchanged files skip parsing; `validators` make HTTPS requests conditional.
+    `on_manifest` and `on_record` are told the manifest and each kept record as they are read
+    (a streamed refresh hands them on: sources.services.refresh_stream).
     Raises SourceError when the source as a whole fails."""
     previous_records = previous_records or {}
     validators = dict(validators or {})
@@ -238,6 +242,8 @@ def read_source(
         )
     except om.ManifestError as exc:
         raise SourceError(exc.code, f"invalid manifest: {exc.message}") from exc
+    if on_manifest is not None:
+        on_manifest(manifest)
     records = RecordSpool(previous_records)
     keys: dict[str, SelectionKey] = {}  # record id -> what the selection needs
     digest = hashlib.sha256(om.content_hash(manifest_body).encode())
@@ -247,7 +253,10 @@ def read_source(
     order = [True, ""]  # [ids ascending so far, the last id]
 
     def keep(entry: om.Entry, record: om.Record, reused: bool) -> None:
-        records.append(ReadRecord(entry, record, reused))
+        item = ReadRecord(entry, record, reused)
+        records.append(item)
+        if on_record is not None:
+            on_record(item)
         if order[0]:
             order[:] = [not order[1] or entry.id > order[1], entry.id]
         # the entry's id is the record's (checked): one string for both

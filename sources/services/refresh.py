@@ -22,6 +22,7 @@ from sources.fetchers.read import ReadResult, read_source
 from sources.models import RefreshRun, RunStatus, Source, SourceKind, SourceState
 from sources.services.lifecycle import LOCAL_NEEDS_SUPERUSER, LOCAL_SHARED, local_overlap
 from sources.services.refresh_store import refresh_failed, refresh_succeeded, refresh_unchanged
+from sources.services.refresh_stream import ReadFailed, StreamedRead, refresh_streamed
 from sources.snapshots import StoredRecord, StoredRecords, previous_rows, stored_validators
 
 logger = logging.getLogger(__name__)
@@ -109,20 +110,17 @@ def _refresh(*, source_id: int, run_id: int | None, trigger: str) -> RefreshRun:
     try:
         credential = source_credential(source)
         read, rows, stored = _read(source, credential, started)
-    except fetchers.SourceError as exc:
-        message = scrub(exc.message, credential)
-        return refresh_failed(source.pk, run.pk, exc.code, message, exc.health, started, clock)
-    except ValueError as exc:  # a stored credential the current key cannot decrypt
-        return refresh_failed(source.pk, run.pk, "credential", str(exc), "stale", started, clock)
-    except OperationalError:
-        raise  # the database is unavailable: the task retries this run
-    except Exception as exc:  # a bug must fail the run visibly, never leave it running
-        logger.exception("source %s refresh %s: reading failed", source.pk, run.pk)
-        message = scrub(f"reading the source failed: {_error_text(exc)}", credential)
-        return refresh_failed(source.pk, run.pk, "read-failed", message, "stale", started, clock)
+    except Exception as exc:
+        return _read_failed(source, run, exc, credential, started, clock)
     try:
         if isinstance(read, RawCheck):
             return refresh_unchanged(source.pk, run.pk, read, stored, started, clock)
+        if isinstance(read, StreamedRead):
+            try:
+                done, _ = refresh_streamed(source.pk, run.pk, read, rows, started, clock)
+            except ReadFailed as failed:
+                return _read_failed(source, run, failed.error, credential, started, clock)
+            return done
         read.drop_entries()
         return refresh_succeeded(source.pk, run.pk, read, rows, started, clock)
     except (OperationalError, Source.DoesNotExist, RefreshRun.DoesNotExist):
@@ -135,20 +133,46 @@ def _refresh(*, source_id: int, run_id: int | None, trigger: str) -> RefreshRun:
         message = scrub(f"storing the refresh failed: {_error_text(exc)}", credential)
         return refresh_failed(source.pk, run.pk, "store-failed", message, "stale", started, clock)
     finally:
-        read.close()  # the spooled records' (or kept bodies') temporary file
+        read.close()  # the spooled records' (or kept bodies') temporary file; a streamed read
+
+
+def _read_failed(
+    source: Source,
+    run: RefreshRun,
+    exc: Exception,
+    credential: fetchers.Credential,
+    started: datetime,
+    clock: float,
+) -> RefreshRun:
+    """The read failed (before the swap, or during a streamed one, which rolled back)."""
+    if isinstance(exc, fetchers.SourceError):
+        message = scrub(exc.message, credential)
+        return refresh_failed(source.pk, run.pk, exc.code, message, exc.health, started, clock)
+    if isinstance(exc, ValueError):  # a stored credential the current key cannot decrypt
+        return refresh_failed(source.pk, run.pk, "credential", str(exc), "stale", started, clock)
+    if isinstance(exc, OperationalError) or not isinstance(exc, Exception):
+        raise exc  # the database is unavailable: the task retries this run
+    # a bug must fail the run visibly, never leave it running
+    logger.error("source %s refresh %s: reading failed", source.pk, run.pk, exc_info=exc)
+    message = scrub(f"reading the source failed: {_error_text(exc)}", credential)
+    return refresh_failed(source.pk, run.pk, "read-failed", message, "stale", started, clock)
 
 
 def _read(
     source: Source, credential: fetchers.Credential, started: datetime
-) -> tuple[ReadResult | RawCheck, dict[str, StoredRecord], dict[str, fetchers.Validator]]:
+) -> tuple[
+    ReadResult | RawCheck | StreamedRead, dict[str, StoredRecord], dict[str, fetchers.Validator]
+]:
     """Read the source, outside any transaction. First the raw check (sources.fetchers.raw):
     when its digest is the current snapshot's, the same bytes were read under the same rules
     and it is returned as is, nothing parsed and no stored record loaded. Otherwise the full
     read, reusing the last snapshot's records by hash (an HTTPS check's answers are replayed,
-    not fetched again). Returns the read, the last snapshot's rows, the stored validators."""
+    not fetched again); a local source's full read is returned unstarted, to be streamed into
+    the swap (refresh_stream). Returns the read, the last snapshot's rows, the stored
+    validators."""
     snapshot = source.current_snapshot
     stored = stored_validators(source) if source.kind == SourceKind.HTTPS else {}
-    fetcher: fetchers.Fetcher = make_fetcher(
+    fetcher: fetchers.Fetcher | None = make_fetcher(
         source.kind, source.identity, policy=fetchers.policy_from_settings(), credential=credential
     )
     try:
@@ -166,6 +190,13 @@ def _read(
             else:
                 check.close()
         rows = previous_rows(snapshot)
+        if isinstance(fetcher, LocalFetcher):
+            previous = StoredRecords(rows)
+            streamed = StreamedRead(
+                fetcher, now=started, previous_records=previous, previous_manifest=manifest
+            )
+            fetcher = None  # the stream's now: it closes the fetcher when its read ends
+            return streamed, rows, stored
         result = read_source(
             fetcher,
             now=started,
@@ -175,7 +206,8 @@ def _read(
         )
         return result, rows, stored
     finally:
-        fetcher.close()
+        if fetcher is not None:
+            fetcher.close()
 
 
 def _error_text(exc: BaseException) -> str:

@@ -240,10 +240,14 @@ def _succeeded(
     now: datetime,
     started: datetime,
     clock: float,
+    previous: str | None = None,
+    mirrored: bool = False,
 ) -> RefreshRun:
     """The source is fresh with `snapshot`: its name and health, the run, the audit event, and
-    the brain's mirror when what it mirrors moved. `counts`: records parsed and reused."""
-    previous = source.health
+    the brain's mirror when what it mirrors moved (unless `mirrored`: a streamed refresh
+    mirrored the records as they were read). `counts`: records parsed and reused; `previous`:
+    the health before, when the caller changed it already."""
+    previous = previous or source.health
     # The brain mirrors records, expiry, the source's name and its stale flag: when none of
     # them moved, its reconcile (a pass over every record and chunk) has nothing to do.
     mirror_current = (
@@ -286,6 +290,6 @@ def _succeeded(
         data={"run": run.pk, "outcome": RunStatus.SUCCEEDED, "changed": changed},
     )
     _health_change(source, previous, "refresh succeeded")
-    if not mirror_current:
+    if not mirror_current and not mirrored:
         announce(source, records=served)
     return run

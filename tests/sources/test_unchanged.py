@@ -17,7 +17,7 @@ from memoryadmin.models import AuditEvent
 from sources import selectors
 from sources.fetchers import raw
 from sources.models import Health, Record, RefreshRun, RunStatus, Snapshot, Source
-from sources.services import refresh
+from sources.services import refresh, refresh_stream
 from sources.services.lifecycle import source_add, source_approve
 from tests.sources.helpers import manifest_text, record_text, write_source
 
@@ -33,6 +33,7 @@ def full_reads(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
         return real(fetcher, **kwargs)
 
     monkeypatch.setattr(refresh, "read_source", counted)
+    monkeypatch.setattr(refresh_stream, "read_source", counted)  # a local source's full read
     return reads
 
 
