@@ -127,7 +127,10 @@ def refresh_failed(
         data={"run": run.pk, "outcome": status, "code": code},
     )
     _health_change(source, previous, code)
-    announce(source)
+    # The brain serves the stale flag from the source itself, and its reads drop expired
+    # records: a fresh or stale source going stale serves the same records, nothing to mirror.
+    if not (source.health == Health.STALE and previous in (Health.FRESH, Health.STALE)):
+        announce(source)
     logger.warning("source %s refresh %s: %s", source.pk, status, code)
     return run
 
@@ -253,7 +256,7 @@ def _succeeded(
     mirror_current = (
         not changed
         and not flipped
-        and previous == Health.FRESH
+        and previous in (Health.FRESH, Health.STALE)
         and source.display_name == name[:200]
     )
     source.display_name = name[:200]

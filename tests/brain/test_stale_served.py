@@ -17,6 +17,7 @@ from memoryadmin.models import Scope
 from sources.models import Health, Source
 from sources.services.lifecycle import source_add, source_approve
 from sources.services.refresh import source_refresh
+from sources.signals import source_served_changed
 from tests.brain.conftest import export
 from tests.brain.test_changed_refresh import _rewritten
 from tests.sources.helpers import record_text, write_source
@@ -212,3 +213,20 @@ def test_the_brain_page_reads_the_badge_in_its_one_prefetch(
     with django_assert_max_num_queries(25):  # as tests/bundles/test_views.py: flat
         html = client.get(url).content.decode()
     assert html.count(BADGE) == len(TITLES)
+
+
+def test_going_stale_or_fresh_with_the_same_records_asks_the_brain_for_nothing(team, tmp_path):
+    source = _source(team, tmp_path / "src")
+    asked: list[int] = []
+
+    def receiver(sender, source, **kwargs):  # type: ignore[no-untyped-def]
+        asked.append(source.pk)
+
+    source_served_changed.connect(receiver)
+    try:
+        _go_stale(source, tmp_path / "src")
+        _go_stale(source, tmp_path / "src")  # still stale
+        _go_fresh(source, tmp_path / "src")
+    finally:
+        source_served_changed.disconnect(receiver)
+    assert asked == []  # a denied source still withdraws: tests/brain/test_sources.py
