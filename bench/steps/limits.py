@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.steps.helpers import _team
+from bench.steps.helpers import _team, kept_scratch
 from bench.steps.measure import Probe
 
 
@@ -69,7 +67,7 @@ def source_c_baseline(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
 
 def index_c_baseline(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
     """git clone of the remote; libyaml's event parse of every memory's front matter."""
-    scratch = Path(tempfile.mkdtemp(prefix="bench-clone-"))
+    scratch = kept_scratch("clone-c-")
     clones = iter(("one", "two"))
 
     def work() -> int:
@@ -81,10 +79,7 @@ def index_c_baseline(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
             count += 1
         return count
 
-    try:
-        return {"memories": _best_of_two(probe, work)}
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    return {"memories": _best_of_two(probe, work)}
 
 
 EDGE_UPSERT = (

@@ -5,12 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
-from bench.steps.helpers import _team, _user
+from bench.steps.helpers import _team, _user, kept_scratch
 from bench.steps.measure import Probe
 from bench.steps.sources import embedding_deferred
 
@@ -46,19 +44,13 @@ def index_baseline(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
     """git clone of the remote, then read and parse every memory with the strict reader."""
     from formats import frontmatter
 
-    target = Path(tempfile.mkdtemp(prefix="bench-clone-")) / "copy"
-    try:
-        with probe():
-            subprocess.run(
-                ["git", "clone", "--quiet", args["remote_url"], str(target)],
-                check=True,
-            )
-            count = 0
-            for path in sorted((target / ".memoryrail" / "memories").glob("*.md")):
-                frontmatter.parse(path.read_bytes())
-                count += 1
-    finally:
-        shutil.rmtree(target.parent, ignore_errors=True)
+    target = kept_scratch("clone-strict-") / "copy"
+    with probe():
+        subprocess.run(["git", "clone", "--quiet", args["remote_url"], str(target)], check=True)
+        count = 0
+        for path in sorted((target / ".memoryrail" / "memories").glob("*.md")):
+            frontmatter.parse(path.read_bytes())
+            count += 1
     return {"memories": count}
 
 
@@ -113,26 +105,20 @@ def review_baseline(args: dict[str, Any], probe: Probe) -> dict[str, Any]:
     """The same edits made by a shell script, then git add -A && git commit && git push."""
     from bench.data import GIT_ENV
 
-    scratch = Path(tempfile.mkdtemp(prefix="bench-git-"))
-    try:
-        bare = scratch / "remote.git"
-        shutil.copytree(args["bare"], bare)
-        clone = scratch / "clone"
+    scratch = kept_scratch("git-")
+    bare = scratch / "remote.git"
+    shutil.copytree(args["bare"], bare)
+    clone = scratch / "clone"
+    subprocess.run(["git", "clone", "--quiet", bare.as_uri(), str(clone)], check=True)
+    paths = scratch / "paths.txt"
+    paths.write_text("\n".join(args["paths"]) + "\n", encoding="utf-8")
+    script = scratch / "approve.sh"
+    script.write_text(BASELINE_SCRIPT, encoding="utf-8")
+    with probe():
         subprocess.run(
-            ["git", "clone", "--quiet", bare.as_uri(), str(clone)],
+            ["bash", str(script), str(paths)],
+            cwd=clone,
+            env={**os.environ, **GIT_ENV},
             check=True,
         )
-        paths = scratch / "paths.txt"
-        paths.write_text("\n".join(args["paths"]) + "\n", encoding="utf-8")
-        script = scratch / "approve.sh"
-        script.write_text(BASELINE_SCRIPT, encoding="utf-8")
-        with probe():
-            subprocess.run(
-                ["bash", str(script), str(paths)],
-                cwd=clone,
-                env={**os.environ, **GIT_ENV},
-                check=True,
-            )
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     return {"proposals": len(args["paths"])}
