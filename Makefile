@@ -48,8 +48,11 @@ format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
+# The suite runs on PYTEST_WORKERS processes (pytest-xdist, work-stealing; every worker has
+# its own test database, Redis database and data folder: tests/settings.py). 0: one process.
+PYTEST_WORKERS ?= 2
 test: install lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 bench: install
 	$(BIN)/python -m bench $(BENCH_ARGS)
