@@ -58,5 +58,9 @@ def test_it_serves_concurrent_clients_without_losing_anything(transactional_db, 
     print(summary, final)
     assert problems == [], (problems, (tmp_path / "logs" / "web.log").read_text()[-3000:])
     assert world.approved and world.imported_bundles == {0, 1, 2}
-    assert final["refresh_runs"] == {"succeeded": cfg.refreshes}
+    # every refresh asked for succeeded; how many fit in the window depends on the machine's
+    # load (the refresher stops asking when the drive's time is up), at least one always does
+    requested = len(world.runs)
+    assert 1 <= requested <= cfg.refreshes
+    assert final["refresh_runs"] == {"succeeded": requested}
     assert summary["operations"]["export_json"]["count"] > 0
