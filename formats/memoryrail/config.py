@@ -54,14 +54,18 @@ def read_limited(path: Path, limit: int) -> bytes:
     (1 MiB for a 1 KiB memory), which cost more than reading the file. A file that grew since
     its fstat, or a short read, is read on in small pieces up to the limit."""
     with path.open("rb", buffering=0) as handle:
-        size = os.fstat(handle.fileno()).st_size
-        data = handle.read(min(size, limit) + 1)
-        while data and len(data) <= limit:
-            more = handle.read(min(limit + 1 - len(data), 65536))
-            if not more:
-                break
-            data += more
-        return data
+        return read_open(handle.fileno(), os.fstat(handle.fileno()).st_size, limit)
+
+
+def read_open(descriptor: int, size: int, limit: int) -> bytes:
+    """`read_limited`'s reads of an open file whose fstat gave `size`."""
+    data = os.read(descriptor, min(size, limit) + 1)
+    while data and len(data) <= limit:
+        more = os.read(descriptor, min(limit + 1 - len(data), 65536))
+        if not more:
+            break
+        data += more
+    return data
 
 
 def _inside(path: Path, root: Path) -> bool:

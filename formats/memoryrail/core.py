@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from formats.frontmatter import Document, FrontMatterError, parse
-from formats.memoryrail.config import ConfigError, _inside, load_config
+from formats.memoryrail.config import ConfigError, _inside, load_config, read_open
 from formats.memoryrail.fields import _text, _text_list, check_link, parse_timestamp
 from formats.memoryrail.model import (
     ERROR,
@@ -273,13 +273,7 @@ def _read_regular(folder: int, name: str) -> bytes | None:
         info = os.fstat(handle)
         if not stat.S_ISREG(info.st_mode):
             return None
-        data = os.read(handle, min(info.st_size, MAX_MEMORY_BYTES) + 1)
-        while data and len(data) <= MAX_MEMORY_BYTES:
-            more = os.read(handle, min(MAX_MEMORY_BYTES + 1 - len(data), 65536))
-            if not more:
-                break
-            data += more
-        return data
+        return read_open(handle, info.st_size, MAX_MEMORY_BYTES)
     finally:
         os.close(handle)
 
