@@ -127,12 +127,20 @@ def refresh_failed(
         data={"run": run.pk, "outcome": status, "code": code},
     )
     _health_change(source, previous, code)
-    # The brain serves the stale flag from the source itself, and its reads drop expired
-    # records: a fresh or stale source going stale serves the same records, nothing to mirror.
-    if not (source.health == Health.STALE and previous in (Health.FRESH, Health.STALE)):
+    if not _brain_unmoved(previous, source.health):
         announce(source)
     logger.warning("source %s refresh %s: %s", source.pk, status, code)
     return run
+
+
+# A source fresh or stale serves its current snapshot as it is: the brain reads `stale` from
+# the source (bundles.provenance) and its reads drop expired records themselves.
+_SERVING = frozenset((Health.FRESH, Health.STALE))
+
+
+def _brain_unmoved(previous: str, health: str) -> bool:
+    """Whether a health change leaves what the brain mirrors as it was."""
+    return previous in _SERVING and health in _SERVING
 
 
 def _locked(source_id: int, run_id: int) -> tuple[Source, RefreshRun]:
@@ -251,12 +259,12 @@ def _succeeded(
     mirrored the records as they were read). `counts`: records parsed and reused; `previous`:
     the health before, when the caller changed it already."""
     previous = previous or source.health
-    # The brain mirrors records, expiry, the source's name and its stale flag: when none of
-    # them moved, its reconcile (a pass over every record and chunk) has nothing to do.
+    # The brain mirrors records, expiry and the source's name: when none of them moved, its
+    # reconcile (a pass over every record and chunk) has nothing to do.
     mirror_current = (
         not changed
         and not flipped
-        and previous in (Health.FRESH, Health.STALE)
+        and _brain_unmoved(previous, Health.FRESH)
         and source.display_name == name[:200]
     )
     source.display_name = name[:200]

@@ -17,6 +17,7 @@ Only local sources stream: an HTTPS read stays outside any transaction (no netwo
 from __future__ import annotations
 
 import contextlib
+import functools
 import queue
 import threading
 from collections.abc import Iterator, Mapping
@@ -71,34 +72,25 @@ class StreamedRead:
         self._pending: list[ReadRecord] = []
         self._done: ReadResult | None = None
         self._fetcher = fetcher  # the read's thread closes it; `close` when it never ran
-        self._thread = threading.Thread(
-            target=self._run,
-            args=(fetcher, now, previous_records, previous_manifest),
-            name="source-read",
-            daemon=True,
+        self._read = functools.partial(
+            read_source,
+            fetcher,
+            now=now,
+            previous_records=previous_records,
+            previous_manifest=previous_manifest,
+            on_manifest=lambda manifest: self._put("manifest", manifest),
+            on_record=self._record,
         )
+        self._thread = threading.Thread(target=self._run, name="source-read", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
     # -- the read's thread
 
-    def _run(
-        self,
-        fetcher: Fetcher,
-        now: datetime,
-        previous_records: Mapping[str, om.Record],
-        previous_manifest: bytes | None,
-    ) -> None:
+    def _run(self) -> None:
         try:
-            result = read_source(
-                fetcher,
-                now=now,
-                previous_records=previous_records,
-                previous_manifest=previous_manifest,
-                on_manifest=lambda manifest: self._put("manifest", manifest),
-                on_record=self._record,
-            )
+            result = self._read()
             if self._pending:
                 self._put("records", self._pending)
             try:
@@ -111,7 +103,7 @@ class StreamedRead:
             with contextlib.suppress(_Stopped):
                 self._put("error", exc)
         finally:
-            fetcher.close()
+            self._fetcher.close()
 
     def _record(self, item: ReadRecord) -> None:
         self._pending.append(item)
