@@ -193,6 +193,8 @@ def _decision_create(
     """The decision of one repository: its rows, its audit events and its webhook event."""
     repository = group[0].repository
     author_name, author_email = commit_identity(actor)
+    # masked once: the items, the audit summary and the webhook event all show them
+    titles = {m.pk: masked_title(m.title) for m in group}
     decision = Decision.objects.create(
         team=team,
         repository=repository,
@@ -214,7 +216,7 @@ def _decision_create(
                 memory_key=m.memory_id,
                 memory_pk=m.pk,
                 ref=m.ref,
-                title=masked_title(m.title)[:1000],  # what history and commits show
+                title=titles[m.pk][:1000],  # what history and commits show
                 type=m.type,
                 body=masked_body(m.body),  # the decided proposal's page shows it, masked
                 path=m.path,
@@ -229,8 +231,7 @@ def _decision_create(
     )
     refs = [m.ref for m in group]
     verb = "Approved" if kind == DecisionKind.APPROVE else "Rejected"
-    title = masked_title(group[0].title)
-    what = f"{refs[0]} {title}" if len(group) == 1 else f"{len(group)} proposals"
+    what = f"{refs[0]} {titles[group[0].pk]}" if len(group) == 1 else f"{len(group)} proposals"
     audit_record(
         actor=actor,
         action=f"review.{kind}",
@@ -259,7 +260,7 @@ def _decision_create(
                         "reason": override_reason,
                     },
                 )
-    _decision_event(decision, group, actor=actor, earlier=earlier)
+    _decision_event(decision, group, titles, actor=actor, earlier=earlier)
     return decision
 
 
@@ -293,7 +294,12 @@ def _decided_text(memory: Memory) -> dict[str, str]:
 
 
 def _decision_event(
-    decision: Decision, group: list[Memory], *, actor: Actor, earlier: dict[int, Approval]
+    decision: Decision,
+    group: list[Memory],
+    titles: dict[int, str],
+    *,
+    actor: Actor,
+    earlier: dict[int, Approval],
 ) -> None:
     """`decision.made` for the team's webhooks (only a decision: a first approval is not one)."""
     repository = decision.repository
@@ -319,7 +325,7 @@ def _decision_event(
                     "memory_id": m.memory_id,
                     "ref": m.ref,
                     "type": m.type,
-                    "title": masked_title(m.title),
+                    "title": titles[m.pk],
                     "path": m.path,
                     "url": f"{url}#item-{m.ref}",
                     "first_approval_by": (earlier[m.pk].actor_label if m.pk in earlier else None),
