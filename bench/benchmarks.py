@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import data
-from bench.report import Row, _mb, _ratio, _seconds
+from bench.report import Row, _mb, _ratio, _seconds, cpu_ratio
 from bench.steps.measure import RESULT_PREFIX
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,6 +83,7 @@ def _against(
             before,
             result[seconds],
             scale,
+            cpu=cpu_ratio(result, base[1]) if seconds == "seconds" else "",
         )
     )
 
@@ -117,6 +118,7 @@ def _faster(
             f"{_seconds(limit[1]['seconds'])}",
             fast["seconds"],
             scale,
+            cpu=cpu_ratio(fast, slow[1], faster=True),
         )
     )
 

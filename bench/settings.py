@@ -19,3 +19,7 @@ DEBUG = False  # DEBUG keeps every SQL statement in memory: it would distort pea
 # Production runs collectstatic for the manifest; the plain storage needs no build step.
 STORAGES["staticfiles"]["BACKEND"] = "django.contrib.staticfiles.storage.StaticFilesStorage"  # noqa: F405
 WHITENOISE_USE_FINDERS = True  # serve app.css without a collectstatic step
+if DATABASES["default"]["ENGINE"].endswith("postgresql"):  # noqa: F405
+    # every connection of this process, in any thread, names it: the probe finds its
+    # backends by this name to count their CPU (bench/steps/measure.py)
+    DATABASES["default"].setdefault("OPTIONS", {})["application_name"] = f"bench-{os.getpid()}"  # noqa: F405

@@ -72,6 +72,11 @@ def main(argv: list[str]) -> int:
     django.setup()
     probe = Probe()
     extra = STEPS[name](json.loads(raw), probe)
-    result = {"seconds": probe.seconds, "rss_growth_mb": probe.rss_growth_mb, **extra}
+    result = {
+        "seconds": probe.seconds,
+        "rss_growth_mb": probe.rss_growth_mb,
+        "cpu_seconds": probe.cpu_seconds,
+        **extra,
+    }
     print(RESULT_PREFIX + json.dumps(result), flush=True)
     return 0

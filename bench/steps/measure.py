@@ -59,12 +59,73 @@ def _write_profile(profiler) -> None:  # type: ignore[no-untyped-def]
     (folder / f"{step}-{os.getpid()}.txt").write_text(text, encoding="utf-8")
 
 
+def _ticks(pid: int) -> int | None:
+    """A process's user + system CPU in clock ticks, from /proc (None if gone or unreadable)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
+
+
+_watcher = None  # the probe's own connection (psycopg), opened at the first section
+
+
+def _backends() -> dict[int, int] | None:
+    """pid -> CPU ticks of every PostgreSQL backend this process has open, found by the
+    application name bench/settings.py gives all its connections; None where the database is
+    not a PostgreSQL server on this machine (SQLite; a remote host's /proc is not ours)."""
+    from django.conf import settings
+    from django.db import connection
+
+    name = settings.DATABASES["default"].get("OPTIONS", {}).get("application_name")
+    if connection.vendor != "postgresql" or not name:
+        return None
+    if settings.DATABASES["default"].get("HOST") not in ("", "127.0.0.1", "localhost", "::1"):
+        return None
+    global _watcher
+    if _watcher is None:  # its own connection: the step's may be inside a failed transaction
+        import psycopg
+
+        params = {**connection.get_connection_params(), "application_name": f"{name}-probe"}
+        _watcher = psycopg.connect(**params, autocommit=True)
+    rows = _watcher.execute(
+        "SELECT pid FROM pg_stat_activity WHERE application_name = %s", [name]
+    ).fetchall()
+    pids = [pid for (pid,) in rows]
+    ticks = {pid: _ticks(pid) for pid in pids}
+    return {pid: value for pid, value in ticks.items() if value is not None} or None
+
+
+def _own_cpu() -> float:
+    """This process's CPU (all threads) and its waited children's, at microsecond resolution
+    (os.times counts clock ticks: 10 ms)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def _backends_spent(before: dict[int, int] | None) -> float:
+    """CPU seconds the process's backends spent since `before` (a backend opened meanwhile
+    counts whole; one closed meanwhile is lost, which the bench's steps do not do)."""
+    after = _backends()
+    if after is None:
+        return 0.0
+    before = before or {}
+    ticks = sum(value - before.get(pid, 0) for pid, value in after.items())
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 class Probe:
-    """Times one section and records how far the process's peak RSS rose above its start."""
+    """Times one section and records how far the process's peak RSS rose above its start, and
+    the CPU it cost: the process's threads, the children it waited for (git, a shell) and its
+    PostgreSQL backends. CPU is steadier than wall time on a shared machine, and it counts
+    the work two cores overlap once each."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
         self.rss_growth_mb = 0.0
+        self.cpu_seconds: float | None = None
 
     @contextmanager
     def __call__(self) -> Iterator[None]:
@@ -75,10 +136,14 @@ class Probe:
         before = _status_kb("VmRSS") if reset else None
         if before is None:
             before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        backends = _backends()
+        own = _own_cpu()
         profiler = _profiler()
         start = time.perf_counter()
         yield
         self.seconds = time.perf_counter() - start
+        own = _own_cpu() - own
+        self.cpu_seconds = own + _backends_spent(backends)
         if profiler is not None:
             profiler.stop()
             _write_profile(profiler)

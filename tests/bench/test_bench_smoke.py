@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -79,6 +80,9 @@ def test_it_runs_the_quick_benchmarks_at_tiny_sizes_and_prints_the_table(tmp_pat
         "shell + git",
     ):
         assert baseline in result.stdout, baseline
-    assert "| earlier baseline | growth |" in result.stdout
+    assert "| earlier baseline | growth | peak RSS | in CPU |" in result.stdout
+    # the CPU comparison: the process's own (and on PostgreSQL its backends'), both sides
+    cold = next(line for line in result.stdout.splitlines() if "| source refresh, cold |" in line)
+    assert re.search(r"\| \d+\.\dx \([\d.]+ (s|ms|us) / [\d.]+ (s|ms|us)\) \|$", cold), cold
     written = (tmp_path / "performance.md").read_text(encoding="utf-8")
     assert "<!-- bench:results:begin -->" in written and "| export, JSON |" in written
