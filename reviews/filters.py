@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import django_filters
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
@@ -27,6 +29,10 @@ class _TeamRepositoryMixin:
 
 
 class QueueFilterSet(_TeamRepositoryMixin, ListFilterSet):
+    """The review queue's filters: the queue page and `GET /api/reviews/proposals/` take them
+    strictly (a bad value is a 400), the proposal pages' previous/next forgivingly
+    (`forgiving`, through `selectors.review_queue`)."""
+
     search_fields = ("title", "ref", "memory_id", "author_name", "path")
     repository = django_filters.ModelChoiceFilter(
         queryset=Repository.objects.none(), label="Repository", empty_label="All"
@@ -63,6 +69,18 @@ class QueueFilterSet(_TeamRepositoryMixin, ListFilterSet):
         model = Memory
         fields: list[str] = []
 
+    def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # assigned=me: the user given, else the request's (a token acts for its maker)
+        self.user = user if user is not None else _acting_user(self.request)
+
+    def forgiving(self) -> QuerySet:
+        """The queue as the proposal pages read their filters: a value the form refuses is
+        left out (a bad date, type or flag narrows nothing), except a repository that is not
+        the team's, which names none of this queue's rows and so leaves none."""
+        queryset = self.qs  # validates, then filters by the values that cleaned only
+        return queryset.none() if "repository" in self.errors else queryset
+
     def filter_flag(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         if value == "secret":
             return queryset.filter(has_secret=True)
@@ -71,18 +89,25 @@ class QueueFilterSet(_TeamRepositoryMixin, ListFilterSet):
         return queryset.filter(has_secret=False, is_stale=False)
 
     def filter_assigned(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        auth = getattr(self.request, "auth", None)
-        # A token acts for the person who made it; a team token is no one's, so nothing is theirs.
-        if isinstance(auth, ApiToken):
-            user = auth.created_by
-        else:
-            user = getattr(self.request, "user", None)
+        user = self.user
         if user is None or not getattr(user, "is_authenticated", False):
             return queryset.none()
         return queryset.filter(assigned_reviewers=user)
 
     def csv_queryset(self, queryset: QuerySet) -> QuerySet:
         return queryset.prefetch_related(None)  # the assignees are not exported
+
+
+# The queue's own filters, in the order the pages carry them from the queue to a proposal.
+QUEUE_FILTERS = tuple(name for name in QueueFilterSet.base_filters if name not in ("q", "sort"))
+
+
+def _acting_user(request: Any) -> Any:
+    """A token acts for the person who made it; a team token is no one's, so nothing is theirs."""
+    auth = getattr(request, "auth", None)
+    if isinstance(auth, ApiToken):
+        return auth.created_by
+    return getattr(request, "user", None)
 
 
 def _masked(title: str) -> str:

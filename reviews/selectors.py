@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
@@ -14,6 +14,7 @@ from formats import memoryrail
 from formats.memoryai import MAX_TAGS
 from memoryadmin.batching import for_batches
 from memoryadmin.models import Team
+from reviews.filters import QUEUE_FILTERS, QueueFilterSet
 from reviews.models import (
     TWO_APPROVAL_TYPES,
     Approval,
@@ -76,39 +77,17 @@ def approvals_needed(memory_type: str, *, two_approvals: bool) -> int:
 
 
 def review_queue(
-    team: Team, *, filters: dict[str, str], user: Any | None = None
+    team: Team, *, filters: Mapping[str, str], user: Any | None = None
 ) -> QuerySet[Memory]:
-    queryset = with_review_state(open_proposals(team).only(*QUEUE_FIELDS))
-    if filters.get("assigned") == "me":
-        if user is None or not getattr(user, "is_authenticated", False):
-            return queryset.none()
-        queryset = queryset.filter(assigned_reviewers=user)
-    if filters.get("repository"):
-        queryset = queryset.filter(repository_id=filters["repository"])
-    if filters.get("type") in memoryrail.TYPE_PREFIXES:
-        queryset = queryset.filter(type=filters["type"])
-    flag = filters.get("flag")
-    if flag == "secret":
-        queryset = queryset.filter(has_secret=True)
-    elif flag == "stale":
-        queryset = queryset.filter(is_stale=True)
-    elif flag == "clean":
-        queryset = queryset.filter(has_secret=False, is_stale=False)
-    for key, lookup in (("after", "added_at__date__gte"), ("before", "added_at__date__lte")):
-        day = _day(filters.get(key))
-        if day is not None:  # as QueueFilterSet's date range; a bad date is its form's error
-            queryset = queryset.filter(**{lookup: day})
-    return queryset.order_by("added_at", "id")
-
-
-def _day(value: str | None) -> date | None:
-    try:
-        return date.fromisoformat(value) if value else None
-    except ValueError:
-        return None
-
-
-QUEUE_FILTERS = ("repository", "type", "flag", "assigned", "after", "before")
+    """The team's open proposals, oldest first. `filters` (as `queue_filters` reads them) are
+    the queue page's and the API's own (`QueueFilterSet`), read forgivingly: a bad value
+    narrows nothing, as the proposal pages have always read them."""
+    queryset = with_review_state(open_proposals(team).only(*QUEUE_FIELDS)).order_by(
+        "added_at", "id"
+    )
+    if not any(filters.values()):
+        return queryset
+    return QueueFilterSet(filters, queryset=queryset, team=team, user=user).forgiving()
 
 
 def queue_filters(params: Any) -> dict[str, str]:
