@@ -145,27 +145,27 @@ def insert_values(
     return copy_rows(model, [f.column for f in fields], prepared, conflict=conflict)
 
 
-# Distinct datetimes a row plan keeps the text of. psycopg formats a datetime for COPY at ~1 µs
-# (its `isoformat`), and a refresh's rows repeat a few: its own time on every row, the records'
-# stamps. PostgreSQL reads the ISO text back to the same instant.
+# Distinct datetimes a row plan keeps the text of. psycopg formats a datetime for COPY as
+# `str(value)` (ISO 8601 with its offset) at ~1 µs each, and a refresh's rows repeat a few: its
+# own time on every row, the records' stamps. The same text, made once, reads back the same.
 MOMENT_TEXTS = 4096
 
 
 def _default(field: models.Field) -> Any:
     """The value a field not given takes, as COPY sends it: a JSON field's default as its
     text once (`get_db_prep_save` wraps it for psycopg, which serialised it with the standard
-    library on every row), a moment as its ISO text once, any other through the field."""
+    library on every row), a moment as its text once, any other through the field."""
     if type(field) is models.JSONField and field.encoder is None:
         return json_text(field.get_default())
     value = field.get_db_prep_save(field.get_default(), connection)
-    return value.isoformat() if type(value) is datetime else value
+    return str(value) if type(value) is datetime else value
 
 
 def _row_plan(
     given: list[models.Field], fields: list[models.Field]
 ) -> Callable[[Sequence[Any]], Sequence[Any]]:
     """given row -> its values for the table's columns `fields`: the JSON ones serialised,
-    the datetimes as their ISO text (each distinct one formatted once), each field not given
+    the datetimes as psycopg's text of them (each distinct one formatted once), each field not given
     its default (computed once), in column order. Built of C-level steps (a list copy, one
     `itemgetter`) rather than a Python step per column."""
     json_at = [i for i, f in enumerate(given) if isinstance(f, models.JSONField)]
@@ -196,7 +196,7 @@ def _row_plan(
                 if text is None:
                     if len(texts) >= MOMENT_TEXTS:
                         texts.clear()
-                    text = texts[value] = value.isoformat()
+                    text = texts[value] = str(value)
                 values[i] = text
         return values if pick is None else pick(values)
 
