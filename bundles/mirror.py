@@ -103,10 +103,13 @@ def source_wanted(
         rows = (row for row in records if row[5] is None or row[5] > moment)
     prefix = f"source:{source.pk}:"
     max_tags = protocol.MAX_TAGS - 1
+    # what every record's provenance says of its source, read from the source once
+    about = {"source_id": source.pk, "source": source.identity, "source_name": source.label}
     for record_id, kind, title, body, record_tags, expires in rows:
         memory_type, extra = SOURCE_TYPES.get(kind, ("fact", (kind,)))
         tags = [t for t in record_tags if isinstance(t, str)][:max_tags]
-        tags += [t for t in extra if t not in tags]
+        if extra:
+            tags += [t for t in extra if t not in tags]
         ref = prefix + record_id
         yield Mirrored(
             ref=ref,
@@ -115,14 +118,7 @@ def source_wanted(
             tags=tags,
             zone="standard",
             is_pinned=False,
-            provenance={
-                "origin": "source",
-                "ref": ref,
-                "source_id": source.pk,
-                "source": source.identity,
-                "source_name": source.label,
-                "record_id": record_id,
-            },
+            provenance={"origin": "source", "ref": ref, **about, "record_id": record_id},
             expires_at=expires,
         )
 

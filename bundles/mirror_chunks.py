@@ -53,7 +53,9 @@ class HeldOrigin:
 def chunks_by_hash(team: Team, hashes: Iterable[str]) -> dict[str, Held]:
     hashes = list(hashes)
     found: dict[str, Held] = {}
-    for batch in for_batches(hashes):
+    # PostgreSQL: one array parameter for them all (column_in), so one statement
+    size = len(hashes) if connection.vendor == "postgresql" else LOOKUP_BATCH
+    for batch in for_batches(hashes, max(size, 1)):
         # order_by(): keep SQLite on the (team, content_hash) unique index.
         values = (
             Chunk.objects.filter(column_in(Chunk, "content_hash", batch), team=team)

@@ -77,31 +77,35 @@ class Wanted:
     is_dna: bool
 
 
-def _plain_text(value: str) -> bool:
-    """What `check_text` accepts (no NUL, no lone surrogate), tested cheaply."""
-    if "\x00" in value:
+def _plain_texts(texts: list[str]) -> bool:
+    """What `check_text` accepts of every one of `texts` (no NUL, no lone surrogate), tested
+    as one joined text: UTF-8 refuses any surrogate code point, paired or not, so joining
+    cannot hide one, and the newline between them is neither."""
+    joined = "\n".join(texts)
+    if "\x00" in joined:
         return False
-    if value.isascii():
+    if joined.isascii():
         return True
     try:
-        value.encode("utf-8")
+        joined.encode("utf-8")
     except UnicodeEncodeError:
         return False
     return True
 
 
-def _plain_provenance(provenance: Any) -> bool:
-    """A flat provenance of plain values (what the mirror builds) passes without a walk; any
-    other shape gets the format's full check."""
+def _plain_provenance(provenance: Any, texts: list[str]) -> bool:
+    """A flat provenance of plain values (what the mirror builds) passes without a walk, its
+    keys and strings added to `texts` for one check; any other value gets the format's full
+    check, and any other shape refuses."""
     if type(provenance) is not dict:
         return False
     for key, value in provenance.items():
-        if type(key) is not str or not _plain_text(key):
+        if type(key) is not str:
             return False
+        texts.append(key)
         kind = type(value)
         if kind is str:
-            if not _plain_text(value):
-                return False
+            texts.append(value)
         elif kind not in (int, bool, type(None)):
             try:
                 protocol.check_plain_json(value, "provenance")
@@ -133,9 +137,10 @@ def _plain_digest(item: Mirrored) -> str | None:
     ):
         return None
     for tag in tags:
-        if type(tag) is not str or len(tag) > protocol.MAX_NAME_CHARS or not _plain_text(tag):
+        if type(tag) is not str or len(tag) > protocol.MAX_NAME_CHARS:
             return None
-    if not _plain_provenance(item.provenance):
+    texts = list(tags)
+    if not _plain_provenance(item.provenance, texts) or not _plain_texts(texts):
         return None
     try:
         return hashlib.sha256(content.encode("utf-8")).hexdigest()
