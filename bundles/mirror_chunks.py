@@ -4,7 +4,7 @@ COPY-ed in one statement (their ids come back from it), and the owners other gro
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
@@ -51,20 +51,36 @@ class HeldOrigin:
 
 
 def chunks_by_hash(team: Team, hashes: Iterable[str]) -> dict[str, Held]:
-    hashes = list(hashes)
     found: dict[str, Held] = {}
-    # PostgreSQL: one array parameter for them all (column_in), so one statement
-    size = len(hashes) if connection.vendor == "postgresql" else LOOKUP_BATCH
-    for batch in for_batches(hashes, max(size, 1)):
+    # PostgreSQL: one statement for a reconcile's batch (the hashes are one array parameter)
+    for rows in rows_in(Chunk, hashes, field="content_hash"):
         # order_by(): keep SQLite on the (team, content_hash) unique index.
-        values = (
-            Chunk.objects.filter(column_in(Chunk, "content_hash", batch), team=team)
-            .order_by()
-            .values_list(*_HELD_FIELDS)
-        )
+        values = rows.filter(team=team).order_by().values_list(*_HELD_FIELDS)
         for row in stream_rows(values, itersize=LOOKUP_BATCH, json_loads=json_loads):
             found[row[1]] = Held(*row)
     return found
+
+
+# PostgreSQL: values per statement, sent as one array parameter (a withdrawal of a whole
+# group is the only list longer than a reconcile's batch; this bounds its statement's text).
+ARRAY_BATCH = 20_000
+
+
+def rows_in(
+    model: type[models.Model],
+    values: Iterable[Any],
+    *,
+    field: str = "id",
+    most: int | None = None,
+) -> Iterator[models.QuerySet]:
+    """The model's rows whose `field` is one of `values`, `most` (ARRAY_BATCH) a queryset.
+    PostgreSQL: the values are one array parameter (`column_in`, `= ANY(%s)`: `pk__in` made
+    Django compile and psycopg adapt a placeholder per value). Elsewhere at most LOOKUP_BATCH
+    at a time (SQLite's variable limit)."""
+    most = ARRAY_BATCH if most is None else most
+    size = most if connection.vendor == "postgresql" else min(most, LOOKUP_BATCH)
+    for batch in for_batches(values, size):
+        yield model.objects.filter(column_in(model, field, batch))
 
 
 def column_in(model: type[models.Model], field: str, values: list[str]) -> Any:
@@ -82,14 +98,9 @@ def column_in(model: type[models.Model], field: str, values: list[str]) -> Any:
 
 def other_active_refs(group: str, chunk_ids: Iterable[int]) -> dict[int, str]:
     """chunk id -> the smallest active ref of another group (the owner, if smaller than ours)."""
-    ids = list(chunk_ids)
     owners: dict[int, str] = {}
-    for batch in for_batches(ids):
-        rows = (
-            ChunkOrigin.objects.filter(chunk_id__in=batch, active=True)
-            .exclude(group=group)
-            .values_list("chunk_id", "ref")
-        )
+    for origins in rows_in(ChunkOrigin, chunk_ids, field="chunk"):
+        rows = origins.filter(active=True).exclude(group=group).values_list("chunk_id", "ref")
         for chunk_id, ref in rows:
             if chunk_id not in owners or ref < owners[chunk_id]:
                 owners[chunk_id] = ref

@@ -11,16 +11,14 @@ mirror time building and preparing Chunk and ChunkOrigin instances.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
-from django.db import connection
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from bundles.mirror_chunks import Held, HeldOrigin, chunks_for, column_in, other_active_refs
+from bundles.mirror_chunks import Held, HeldOrigin, chunks_for, other_active_refs, rows_in
 from bundles.mirrored import PROVENANCE_KEY, Mirrored, MirrorResult, Wanted, parse_wanted
 from bundles.models import Chunk, ChunkOrigin
 from bundles.provenance import without_served
@@ -32,9 +30,6 @@ from memoryadmin.models import Team
 # Wanted items reconciled at a time: what one reconcile holds in memory (items, chunks, origins)
 # is bounded by this, not by the size of the source or repository.
 MIRROR_BATCH = 2000
-# PostgreSQL: ids or refs per statement, sent as one array parameter (a withdrawal of a whole
-# group is the only list longer than a batch; this bounds its statement's text).
-ARRAY_BATCH = 10 * MIRROR_BATCH
 
 
 @dataclass
@@ -118,7 +113,7 @@ def _withdraw_rest(*, team: Team, group: str, run: _Run, result: MirrorResult) -
     gone = [row for row in stream_rows(rows, itersize=LOOKUP_BATCH) if row[0] not in run.kept]
     if not gone:
         return
-    for rows in _rows_in(ChunkOrigin, [row[0] for row in gone]):
+    for rows in rows_in(ChunkOrigin, [row[0] for row in gone]):
         rows.update(active=False, updated_at=run.now)
     result.deactivated += len(gone)
     left = {chunk_id: ref for _, ref, chunk_id in gone}
@@ -146,27 +141,10 @@ class _Plan:
     unchanged: int = 0
 
 
-def _rows_in(
-    model: type[Chunk] | type[ChunkOrigin],
-    values: Iterable[Any],
-    *,
-    field: str = "id",
-    most: int | None = None,
-) -> Iterator[QuerySet]:
-    """The model's rows whose `field` is one of `values`, `most` (ARRAY_BATCH) values a queryset.
-    PostgreSQL: the values are one array parameter (`mirror_chunks.column_in`, `= ANY(%s)`:
-    `pk__in` made Django compile and psycopg adapt a placeholder per value). Elsewhere at most
-    LOOKUP_BATCH at a time (SQLite's variable limit)."""
-    most = ARRAY_BATCH if most is None else most
-    size = most if connection.vendor == "postgresql" else min(most, LOOKUP_BATCH)
-    for batch in for_batches(values, size):
-        yield model.objects.filter(column_in(model, field, batch))
-
-
 def _origins(team: Team, group: str, refs: list[str]) -> dict[str, HeldOrigin]:
     """The group's origins of these refs."""
     found: dict[str, HeldOrigin] = {}
-    for rows in _rows_in(ChunkOrigin, refs, field="ref"):
+    for rows in rows_in(ChunkOrigin, refs, field="ref"):
         values = (
             rows.filter(team=team, group=group)
             .order_by()
@@ -346,16 +324,16 @@ def _apply(
     created_ids = {plan.chunks[digest].id for digest in plan.created}
     _mark_withdrawn(left=set(plan.left) - plan.gained, back=plan.gained - created_ids, now=now)
     bump = plan.bump - created_ids
-    for rows in _rows_in(Chunk, sorted(bump)):
+    for rows in rows_in(Chunk, sorted(bump)):
         rows.update(updated_at=now)
 
 
 def _mark_withdrawn(*, left: set[int], back: set[int], now: datetime) -> None:
     """Keep `Chunk.withdrawn_at` true: set when a mirror-only chunk loses its last active
     origin, cleared when one comes back (bundles.services.prune deletes after retention)."""
-    for rows in _rows_in(Chunk, sorted(back)):
+    for rows in rows_in(Chunk, sorted(back)):
         rows.filter(withdrawn_at__isnull=False).update(withdrawn_at=None)
-    for rows in _rows_in(Chunk, sorted(left)):
+    for rows in rows_in(Chunk, sorted(left)):
         rows.filter(standalone=False, withdrawn_at__isnull=True).exclude(
             Exists(ChunkOrigin.objects.filter(chunk_id=OuterRef("pk"), active=True))
         ).update(withdrawn_at=now)
@@ -363,7 +341,7 @@ def _mark_withdrawn(*, left: set[int], back: set[int], now: datetime) -> None:
 
 def _drop_provenance(left: dict[int, str], *, keep: set[int], now: datetime) -> None:
     ids = [pk for pk in left if pk not in keep]
-    for rows in _rows_in(Chunk, ids, most=MIRROR_BATCH):  # the rows are read whole: bounded
+    for rows in rows_in(Chunk, ids, most=MIRROR_BATCH):  # the rows are read whole: bounded
         for pk, metadata in rows.filter(standalone=True).values_list("id", "metadata"):
             mine = metadata.get(PROVENANCE_KEY)
             if isinstance(mine, dict) and mine.get("ref") == left[pk]:

@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from bundles import reconcile
+from bundles import mirror_chunks, reconcile
 from bundles.mirrored import Mirrored
 from bundles.models import Chunk, ChunkOrigin, OriginKind
 from memoryadmin.audit import Actor
@@ -93,7 +93,7 @@ def test_it_writes_a_list_of_ids_in_one_statement_on_postgresql(team):
 
 @pytest.mark.django_db
 def test_a_long_list_is_cut_into_array_batches(team, monkeypatch):
-    monkeypatch.setattr(reconcile, "ARRAY_BATCH", 300)
+    monkeypatch.setattr(mirror_chunks, "ARRAY_BATCH", 300)
     _mirror(team, "source:a", _items("source:a", 700))
     result, statements = _mirror(team, "source:a", iter(()))
     assert result.deactivated == 700
