@@ -7,16 +7,24 @@ its fetch was refused). Everything else a read produces (records, rejections, pr
 function of those bytes under those rules, except expiry, which the refresh applies again at
 every read. A snapshot stores the digest of the read that made it (`Snapshot.raw_digest`):
 an equal digest means parsing the same bytes again would give the same snapshot.
+
+A local record file's hash may come from its stat instead of its bytes (`FileStat`, kept per
+accepted entry on the snapshot: `stats_pack`): the digest is the same function of the bytes
+either way, since a trusted stat stands for the very file that was hashed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 import zlib
-from collections.abc import Iterable, Mapping
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import repeat
+from typing import Any, NamedTuple
 
 from formats import openmemories as om
 from sources.fetchers import Fetched, Fetcher, FetchPolicy, SourceError, Validator
@@ -60,14 +68,90 @@ def entries_unpack(packed: bytes) -> list[tuple[str, str]]:
     return [(entry_id, path) for entry_id, path in json.loads(zlib.decompress(packed))]
 
 
+# a file's (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)
+StatKey = tuple[int, int, int, int, int]
+
+
+def stat_key(info: os.stat_result) -> StatKey:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+class FileStat(NamedTuple):
+    """A record file's stat as a read found it (`stat_key`), with the hash of the bytes read:
+    the same device, inode, size, mtime and ctime later mean the same file, unwritten since
+    (a tool that puts an mtime back still moves the ctime, which nothing sets back)."""
+
+    key: StatKey
+    body_hash: str
+
+    def matches(self, info: os.stat_result) -> bool:
+        return stat.S_ISREG(info.st_mode) and stat_key(info) == self.key
+
+
+# A packed table: the hash of the manifest whose entries it follows (32 bytes), then its stat
+# columns (dev, ino, size, mtime, ctime: 8 bytes each per entry), then 32 bytes of hash each.
+_COLUMNS = "QQqqq"
+_SLOT = 8 * len(_COLUMNS) + 32
+# an entry with no stat kept: size -1, which no file's stat matches
+_NO_STAT = FileStat((0, 0, -1, 0, 0), "00" * 32)
+
+
+def stats_pack(manifest_hash: str, paths: Sequence[str], table: Mapping[str, FileStat]) -> bytes:
+    """The stats of `paths` (the accepted entries of the manifest hashing to `manifest_hash`,
+    in order) as the snapshot keeps them (`Snapshot.raw_stats`): column by column, so the
+    stats compress."""
+    if not paths:
+        return b""
+    rows = [table.get(path) or _NO_STAT for path in paths]
+    columns = zip(*(row.key for row in rows), strict=True)
+    data = [bytes.fromhex(manifest_hash)]
+    data.extend(
+        array(code, column).tobytes() for code, column in zip(_COLUMNS, columns, strict=True)
+    )
+    data.append(bytes.fromhex("".join(row.body_hash for row in rows)))
+    return zlib.compress(b"".join(data), 1)
+
+
+@dataclass(frozen=True)
+class StatTable:
+    """A packed table read back: the manifest's hash and one `FileStat` per entry."""
+
+    manifest_hash: str
+    stats: list[FileStat]
+
+
+def stats_unpack(packed: bytes) -> StatTable | None:
+    """A packed table; None when there is none (every file is then read)."""
+    try:
+        data = zlib.decompress(packed) if packed else b""
+    except zlib.error:
+        return None
+    count, rest = divmod(len(data) - 32, _SLOT)
+    if count <= 0 or rest:
+        return None
+    columns = []
+    for index, code in enumerate(_COLUMNS):
+        column = array(code)
+        column.frombytes(data[32 + index * 8 * count : 32 + (index + 1) * 8 * count])
+        columns.append(column)
+    hashes = data[32 + 8 * len(_COLUMNS) * count :].hex()
+    keys = zip(*columns, strict=True)
+    bodies = [hashes[start : start + 64] for start in range(0, 64 * count, 64)]
+    stats = list(map(tuple.__new__, repeat(FileStat), zip(keys, bodies, strict=True)))
+    return StatTable(data[:32].hex(), stats)
+
+
 @dataclass(frozen=True)
 class Known:
-    """What the current snapshot was read from: its manifest's bytes and name, and its
-    accepted entries (`entries_pack`; empty for a snapshot stored before they were kept)."""
+    """What the current snapshot was read from: its manifest's bytes (b"" when not loaded: a
+    local source whose `stats` name the manifest's hash) and name, its accepted entries
+    (`entries_pack`; empty for a snapshot stored before they were kept), and the stats of
+    their files (`stats_pack`; empty when none were kept)."""
 
     manifest: bytes
     name: str
     entries: bytes
+    stats: bytes = b""
 
 
 @dataclass
@@ -78,6 +162,8 @@ class RawCheck:
     digest: str
     name: str
     validators: dict[str, Validator]
+    # the entries' file stats to keep (`stats_pack`), when they differ from the known ones
+    stats: bytes | None = None
     # key -> (body span or None for a 304, the validator) or the fetch's rejection
     answers: dict[str, Any] = field(default_factory=dict)
     bodies: ByteSpool = field(default_factory=ByteSpool)
@@ -103,7 +189,18 @@ def raw_check(
     manifest_key = fetcher.manifest_key()
     got = fetcher.get_manifest(validators.get(manifest_key))
     manifest_body = got.body if got.body is not None else known.manifest
-    if known.entries and manifest_body == known.manifest:
+    # a transport that has no validators to ask with may hash a body without the objects
+    # around it (LocalFetcher.raw_hash), or take it from the file's stat (its `stats`)
+    raw_hash = None if validators or keep else getattr(fetcher, "raw_hash", None)
+    stats: dict[str, FileStat] | None = getattr(fetcher, "stats", None)
+    stats = stats if raw_hash is not None and policy.trust_stat else None
+    table = stats_unpack(known.stats) if stats is not None else None
+    if table is not None:
+        same = table.manifest_hash == om.content_hash(manifest_body)
+    else:
+        same = bool(known.manifest) and manifest_body == known.manifest
+    same = same and bool(known.entries)
+    if same:
         # the same bytes: the same entries (under other rules the digest differs anyway)
         name, entries = known.name, entries_unpack(known.entries)
     else:
@@ -120,40 +217,63 @@ def raw_check(
     if got.validator.etag or got.validator.last_modified:
         check.validators[manifest_key] = got.validator
     digest = RawDigest(policy, manifest_body)
-    # a transport that has no validators to ask with may hash a body without the objects
-    # around it (LocalFetcher.raw_hash)
-    raw_hash = None if validators or keep else getattr(fetcher, "raw_hash", None)
+    trusted = 0
     try:
-        for entry_id, path in entries:
-            if raw_hash is not None:
+        if raw_hash is not None:
+            slots = table.stats if same and table and len(table.stats) == len(entries) else None
+            trusted = _hash_files(digest, entries, raw_hash, slots, stats)
+        else:
+            for entry_id, path in entries:
+                key = fetcher.record_key(path)
                 try:
-                    digest.body(entry_id, path, raw_hash(path))
+                    got = fetcher.get_record(path, validators.get(key))
                 except om.Rejection as exc:
                     digest.refused(entry_id, path, exc)
-                continue
-            key = fetcher.record_key(path)
-            try:
-                got = fetcher.get_record(path, validators.get(key))
-            except om.Rejection as exc:
-                digest.refused(entry_id, path, exc)
+                    if keep:
+                        check.answers[key] = exc
+                    continue
+                if got.validator.etag or got.validator.last_modified:
+                    check.validators[key] = got.validator
+                if got.body is None:  # 304: the stored validator's hash is the body's
+                    body_hash = got.validator.content_hash or "unknown"
+                else:
+                    body_hash = got.validator.content_hash or om.content_hash(got.body)
+                digest.body(entry_id, path, body_hash)
                 if keep:
-                    check.answers[key] = exc
-                continue
-            if got.validator.etag or got.validator.last_modified:
-                check.validators[key] = got.validator
-            if got.body is None:  # 304: the stored validator's hash is the body's
-                body_hash = got.validator.content_hash or "unknown"
-            else:
-                body_hash = got.validator.content_hash or om.content_hash(got.body)
-            digest.body(entry_id, path, body_hash)
-            if keep:
-                span = None if got.body is None else check.bodies.add(got.body)
-                check.answers[key] = (span, got.validator)
+                    span = None if got.body is None else check.bodies.add(got.body)
+                    check.answers[key] = (span, got.validator)
     except BaseException:
         check.close()
         raise
     check.digest = digest.hexdigest()
+    if stats is not None and trusted < len(entries):
+        # some file was read: keep what its stat is now (or that it has none to trust); the
+        # refresh keeps them only when the digest is the snapshot's (the same entries)
+        paths = [path for _, path in entries]
+        packed = stats_pack(om.content_hash(manifest_body), paths, stats)
+        check.stats = packed if packed != known.stats else None
     return check
+
+
+def _hash_files(
+    digest: RawDigest,
+    entries: list[tuple[str, str]],
+    raw_hash: Any,
+    slots: list[FileStat] | None,
+    stats: dict[str, FileStat] | None,
+) -> int:
+    """Feed each entry's body hash (`raw_hash`: the file's bytes, or its stat's kept hash
+    from `slots`) to the digest; the number of files whose stat was trusted."""
+    trusted = 0
+    for (entry_id, path), slot in zip(entries, slots or repeat(None), strict=False):
+        try:
+            digest.body(entry_id, path, raw_hash(path, slot))
+        except om.Rejection as exc:
+            digest.refused(entry_id, path, exc)
+            continue
+        if slot is not None and stats is not None and stats.get(path) is slot:
+            trusted += 1
+    return trusted
 
 
 class Replay:
