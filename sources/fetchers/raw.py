@@ -89,7 +89,8 @@ class FileStat(NamedTuple):
 
 
 # A packed table: the hash of the manifest whose entries it follows (32 bytes), then its stat
-# columns (dev, ino, size, mtime, ctime: 8 bytes each per entry), then 32 bytes of hash each.
+# columns (dev, ino, size, mtime, ctime: 8 bytes each per entry, in the machine's byte order:
+# another machine's table matches no file, so each is read once), then 32 bytes of hash each.
 _COLUMNS = "QQqqq"
 _SLOT = 8 * len(_COLUMNS) + 32
 # an entry with no stat kept: size -1, which no file's stat matches
@@ -137,6 +138,7 @@ def stats_unpack(packed: bytes) -> StatTable | None:
     hashes = data[32 + 8 * len(_COLUMNS) * count :].hex()
     keys = zip(*columns, strict=True)
     bodies = [hashes[start : start + 64] for start in range(0, 64 * count, 64)]
+    # tuple.__new__ straight: FileStat's own __new__ costs twice as much, 10,000 times
     stats = list(map(tuple.__new__, repeat(FileStat), zip(keys, bodies, strict=True)))
     return StatTable(data[:32].hex(), stats)
 
