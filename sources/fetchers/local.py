@@ -23,7 +23,7 @@ from sources.fetchers import (
     Validator,
     local_resolve,
 )
-from sources.fetchers.raw import FileStat, stat_key
+from sources.fetchers.raw import NO_STAT, FileStat, stat_key
 
 # A file whose mtime or ctime is this close to (or after) the start of the read that stats it
 # may still be written within the same timestamp tick, with no field of its stat moving
@@ -42,9 +42,9 @@ class LocalFetcher:
         # relative folder -> its resolved path inside the root, as a string (pathlib's joins
         # cost more than the lstat they lead to, 10,000 times per unchanged refresh)
         self._folders: dict[str, str] = {}
-        # path -> the stat of the file read (or trusted) there, with its body's hash: kept
-        # only for a regular file opened straight in a checked folder, last changed well
-        # before this fetcher started (STAT_MARGIN_NS)
+        # path -> the stat of the file read there, with its body's hash (NO_STAT unless it
+        # is a regular file opened straight in a checked folder and last changed well before
+        # this fetcher started: STAT_MARGIN_NS); a file whose stat was trusted is not in it
         self.stats: dict[str, FileStat] = {}
         self._settled = time.time_ns() - STAT_MARGIN_NS
 
@@ -166,7 +166,6 @@ class LocalFetcher:
             except (OSError, ValueError):
                 info = None
             if info is not None and known.matches(info):
-                self.stats[path] = known
                 return known.body_hash
         return self._record(path)[1]
 
@@ -182,7 +181,7 @@ class LocalFetcher:
     def _record(self, path: str) -> tuple[bytes, str]:
         """A record's bytes and their hash; the stat of a file read straight in its checked
         folder is kept with them (`stats`)."""
-        self.stats.pop(path, None)  # whatever was known of it, this read decides
+        self.stats[path] = NO_STAT  # read: whatever was known of it, this read decides
         limit = self.policy.max_response_bytes
         direct = self._read_direct(path, limit)
         if direct is None:

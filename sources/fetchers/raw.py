@@ -21,7 +21,7 @@ import os
 import stat
 import zlib
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any, NamedTuple
@@ -93,17 +93,23 @@ class FileStat(NamedTuple):
 # another machine's table matches no file, so each is read once), then 32 bytes of hash each.
 _COLUMNS = "QQqqq"
 _SLOT = 8 * len(_COLUMNS) + 32
-# an entry with no stat kept: size -1, which no file's stat matches
-_NO_STAT = FileStat((0, 0, -1, 0, 0), "00" * 32)
+# an entry with no stat kept (or a file read but not to be trusted): size -1 matches no file
+NO_STAT = FileStat((0, 0, -1, 0, 0), "00" * 32)
 
 
-def stats_pack(manifest_hash: str, paths: Sequence[str], table: Mapping[str, FileStat]) -> bytes:
+def stats_pack(
+    manifest_hash: str,
+    paths: Sequence[str],
+    table: Mapping[str, FileStat],
+    kept: Iterable[FileStat] | None = None,
+) -> bytes:
     """The stats of `paths` (the accepted entries of the manifest hashing to `manifest_hash`,
-    in order) as the snapshot keeps them (`Snapshot.raw_stats`): column by column, so the
-    stats compress."""
+    in order) as the snapshot keeps them (`Snapshot.raw_stats`), column by column so they
+    compress: each path's from `table`, else the one `kept` had for it (a file whose stat was
+    trusted), else none."""
     if not paths:
         return b""
-    rows = [table.get(path) or _NO_STAT for path in paths]
+    rows = [table.get(path, old) for path, old in zip(paths, kept or repeat(NO_STAT), strict=False)]
     columns = zip(*(row.key for row in rows), strict=True)
     data = [bytes.fromhex(manifest_hash)]
     data.extend(
@@ -113,12 +119,30 @@ def stats_pack(manifest_hash: str, paths: Sequence[str], table: Mapping[str, Fil
     return zlib.compress(b"".join(data), 1)
 
 
-@dataclass(frozen=True)
 class StatTable:
-    """A packed table read back: the manifest's hash and one `FileStat` per entry."""
+    """A packed table read back: the manifest's hash, and its entries' `FileStat`s made one at
+    a time as they are iterated (100,000 of them at once would be ~40 MB)."""
 
-    manifest_hash: str
-    stats: list[FileStat]
+    def __init__(self, data: bytes, count: int) -> None:
+        self.manifest_hash = data[:32].hex()
+        self.count = count
+        self._data = memoryview(data)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[FileStat]:
+        count, data = self.count, self._data
+        columns = [
+            data[32 + index * 8 * count : 32 + (index + 1) * 8 * count].cast(code)
+            for index, code in enumerate(_COLUMNS)
+        ]
+        start = 32 + 8 * len(_COLUMNS) * count
+        bodies = (data[at : at + 32].hex() for at in range(start, start + 32 * count, 32))
+        # tuple.__new__ straight: FileStat's own __new__ costs twice as much, 10,000 times
+        return map(
+            tuple.__new__, repeat(FileStat), zip(zip(*columns, strict=True), bodies, strict=True)
+        )
 
 
 def stats_unpack(packed: bytes) -> StatTable | None:
@@ -128,19 +152,7 @@ def stats_unpack(packed: bytes) -> StatTable | None:
     except zlib.error:
         return None
     count, rest = divmod(len(data) - 32, _SLOT)
-    if count <= 0 or rest:
-        return None
-    columns = []
-    for index, code in enumerate(_COLUMNS):
-        column = array(code)
-        column.frombytes(data[32 + index * 8 * count : 32 + (index + 1) * 8 * count])
-        columns.append(column)
-    hashes = data[32 + 8 * len(_COLUMNS) * count :].hex()
-    keys = zip(*columns, strict=True)
-    bodies = [hashes[start : start + 64] for start in range(0, 64 * count, 64)]
-    # tuple.__new__ straight: FileStat's own __new__ costs twice as much, 10,000 times
-    stats = list(map(tuple.__new__, repeat(FileStat), zip(keys, bodies, strict=True)))
-    return StatTable(data[:32].hex(), stats)
+    return StatTable(data, count) if count > 0 and not rest else None
 
 
 @dataclass(frozen=True)
@@ -219,11 +231,11 @@ def raw_check(
     if got.validator.etag or got.validator.last_modified:
         check.validators[manifest_key] = got.validator
     digest = RawDigest(policy, manifest_body)
-    trusted = 0
+    # the kept stats, when they are these entries'
+    kept = table if same and table is not None and len(table) == len(entries) else None
     try:
         if raw_hash is not None:
-            slots = table.stats if same and table and len(table.stats) == len(entries) else None
-            trusted = _hash_files(digest, entries, raw_hash, slots, stats)
+            _hash_files(digest, entries, raw_hash, kept)
         else:
             for entry_id, path in entries:
                 key = fetcher.record_key(path)
@@ -248,34 +260,25 @@ def raw_check(
         check.close()
         raise
     check.digest = digest.hexdigest()
-    if stats is not None and trusted < len(entries):
-        # some file was read: keep what its stat is now (or that it has none to trust); the
-        # refresh keeps them only when the digest is the snapshot's (the same entries)
+    if stats:
+        # some file was read (`stats` has each one read): keep what its stat is now, or that
+        # it has none to trust; the refresh keeps them when the digest is the snapshot's
         paths = [path for _, path in entries]
-        packed = stats_pack(om.content_hash(manifest_body), paths, stats)
+        packed = stats_pack(om.content_hash(manifest_body), paths, stats, kept)
         check.stats = packed if packed != known.stats else None
     return check
 
 
 def _hash_files(
-    digest: RawDigest,
-    entries: list[tuple[str, str]],
-    raw_hash: Any,
-    slots: list[FileStat] | None,
-    stats: dict[str, FileStat] | None,
-) -> int:
-    """Feed each entry's body hash (`raw_hash`: the file's bytes, or its stat's kept hash
-    from `slots`) to the digest; the number of files whose stat was trusted."""
-    trusted = 0
-    for (entry_id, path), slot in zip(entries, slots or repeat(None), strict=False):
+    digest: RawDigest, entries: list[tuple[str, str]], raw_hash: Any, kept: StatTable | None
+) -> None:
+    """Feed each entry's body hash to the digest: `raw_hash` reads the file, or takes the
+    kept hash when the file's stat is the kept one."""
+    for (entry_id, path), known in zip(entries, kept or repeat(None), strict=False):
         try:
-            digest.body(entry_id, path, raw_hash(path, slot))
+            digest.body(entry_id, path, raw_hash(path, known))
         except om.Rejection as exc:
             digest.refused(entry_id, path, exc)
-            continue
-        if slot is not None and stats is not None and stats.get(path) is slot:
-            trusted += 1
-    return trusted
 
 
 class Replay:

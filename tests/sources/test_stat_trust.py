@@ -87,9 +87,9 @@ def _stats(source: Source) -> list[raw.FileStat | None] | None:
     table = raw.stats_unpack(bytes(snapshot.raw_stats))
     if table is None:
         return None
-    assert len(table.stats) == len(raw.entries_unpack(bytes(snapshot.raw_entries)))
+    assert len(table) == len(raw.entries_unpack(bytes(snapshot.raw_entries)))
     assert table.manifest_hash == om.content_hash(bytes(snapshot.manifest_body))
-    return [None if s.key[2] < 0 else s for s in table.stats]
+    return [None if s == raw.NO_STAT else s for s in table]
 
 
 def _records_opened(names: list[str]) -> list[str]:
@@ -314,7 +314,10 @@ def test_the_packed_stats_give_back_every_slot_in_order() -> None:
     packed = raw.stats_pack(manifest, ["a.md", "b.md", "c.md"], table)
     unpacked = raw.stats_unpack(packed)
     assert unpacked is not None and unpacked.manifest_hash == manifest
-    assert unpacked.stats[0] == table["a.md"] and unpacked.stats[2] == table["c.md"]
-    assert unpacked.stats[1].key[2] == -1  # none kept: a size no file's stat has
+    assert list(unpacked) == [table["a.md"], raw.NO_STAT, table["c.md"]]
+    assert raw.NO_STAT.key[2] == -1  # none kept: a size no file's stat has
+    # a trusted file keeps the stat it had; one read again takes its new one (or none)
+    again = raw.stats_pack(manifest, ["a.md", "b.md", "c.md"], {"c.md": raw.NO_STAT}, unpacked)
+    assert list(raw.stats_unpack(again) or []) == [table["a.md"], raw.NO_STAT, raw.NO_STAT]
     assert raw.stats_unpack(b"not zlib") is None and raw.stats_unpack(b"") is None
     assert raw.stats_pack(manifest, [], table) == b"" and raw.stats_unpack(packed[:-3]) is None
