@@ -23,7 +23,14 @@ from sources.fetchers import (
     Validator,
     local_resolve,
 )
-from sources.fetchers.raw import NO_STAT, FileStat, stat_key
+from sources.fetchers.raw import (
+    NO_STAT,
+    FileStat,
+    stat_hash,
+    stat_kept,
+    stat_matches,
+    stat_of,
+)
 
 # A file whose mtime or ctime is this close to (or after) the start of the read that stats it
 # may still be written within the same timestamp tick, with no field of its stat moving
@@ -154,19 +161,15 @@ class LocalFetcher:
         inode, size, mtime and ctime, the file is that one, unwritten since: its stored hash
         is the answer and the file is not opened. Anything else is read as without it."""
         policy = self.policy
-        # size -1: no stat kept; over the limit: the read refuses it as too large
-        if (
-            known is not None
-            and policy.trust_stat
-            and 0 <= known.key[2] <= policy.max_response_bytes
-        ):
+        if known is not None and policy.trust_stat and stat_kept(known):
             target = self._direct(path) or self._checked(path)
             try:
                 info = os.lstat(target) if target is not None else None
             except (OSError, ValueError):
                 info = None
-            if info is not None and known.matches(info):
-                return known.body_hash
+            # over the limit: the read refuses it as too large
+            if info and info.st_size <= policy.max_response_bytes and stat_matches(known, info):
+                return stat_hash(known)
         return self._record(path)[1]
 
     def _checked(self, path: str) -> str | None:
@@ -195,7 +198,7 @@ class LocalFetcher:
         # ctime 0: a filesystem that keeps none, where a restored mtime would hide a write
         settled = self._settled
         if self.policy.trust_stat and info.st_mtime_ns < settled and 0 < info.st_ctime_ns < settled:
-            self.stats[path] = FileStat(stat_key(info), body_hash)
+            self.stats[path] = stat_of(info, body_hash)
         return data, body_hash
 
     def _direct(self, relative: str) -> str | None:

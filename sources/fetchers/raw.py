@@ -19,12 +19,12 @@ import hashlib
 import json
 import os
 import stat
+import struct
 import zlib
-from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any, NamedTuple
+from typing import Any
 
 from formats import openmemories as om
 from sources.fetchers import Fetched, Fetcher, FetchPolicy, SourceError, Validator
@@ -68,33 +68,46 @@ def entries_unpack(packed: bytes) -> list[tuple[str, str]]:
     return [(entry_id, path) for entry_id, path in json.loads(zlib.decompress(packed))]
 
 
-# a file's (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)
-StatKey = tuple[int, int, int, int, int]
+# A record file's stat as a read found it, with the hash of the bytes read, in 72 bytes: its
+# (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns) packed in `_KEY`, then the hash. The same
+# five fields later mean the same file, unwritten since (a tool that puts an mtime back still
+# moves the ctime, which nothing sets back). Bytes, not objects: one per file of a read.
+FileStat = bytes
+_KEY = struct.Struct("=QQqqq")
+_SLOT = _KEY.size + 32
+_SIZE = slice(16, 24)  # st_size's bytes
 
 
-def stat_key(info: os.stat_result) -> StatKey:
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+def stat_row(key: tuple[int, int, int, int, int], body_hash: str) -> FileStat:
+    return _KEY.pack(*key) + bytes.fromhex(body_hash)
 
 
-class FileStat(NamedTuple):
-    """A record file's stat as a read found it (`stat_key`), with the hash of the bytes read:
-    the same device, inode, size, mtime and ctime later mean the same file, unwritten since
-    (a tool that puts an mtime back still moves the ctime, which nothing sets back)."""
-
-    key: StatKey
-    body_hash: str
-
-    def matches(self, info: os.stat_result) -> bool:
-        return stat.S_ISREG(info.st_mode) and stat_key(info) == self.key
+def stat_of(info: os.stat_result, body_hash: str) -> FileStat:
+    key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    return stat_row(key, body_hash)
 
 
-# A packed table: the hash of the manifest whose entries it follows (32 bytes), then its stat
-# columns (dev, ino, size, mtime, ctime: 8 bytes each per entry, in the machine's byte order:
-# another machine's table matches no file, so each is read once), then 32 bytes of hash each.
-_COLUMNS = "QQqqq"
-_SLOT = 8 * len(_COLUMNS) + 32
+def stat_key(row: FileStat) -> tuple[int, int, int, int, int]:
+    return _KEY.unpack_from(row)  # type: ignore[return-value]
+
+
+def stat_hash(row: FileStat) -> str:
+    return row[_KEY.size :].hex()
+
+
+def stat_matches(row: FileStat, info: os.stat_result) -> bool:
+    """Whether `info` (an lstat) is the regular file `row` was kept for, unwritten since."""
+    key = _KEY.pack(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    return stat.S_ISREG(info.st_mode) and row.startswith(key)
+
+
 # an entry with no stat kept (or a file read but not to be trusted): size -1 matches no file
-NO_STAT = FileStat((0, 0, -1, 0, 0), "00" * 32)
+NO_STAT = stat_row((0, 0, -1, 0, 0), "00" * 32)
+_NO_SIZE = NO_STAT[_SIZE]
+
+
+def stat_kept(row: FileStat) -> bool:
+    return row[_SIZE] != _NO_SIZE
 
 
 def stats_pack(
@@ -104,45 +117,31 @@ def stats_pack(
     kept: Iterable[FileStat] | None = None,
 ) -> bytes:
     """The stats of `paths` (the accepted entries of the manifest hashing to `manifest_hash`,
-    in order) as the snapshot keeps them (`Snapshot.raw_stats`), column by column so they
-    compress: each path's from `table`, else the one `kept` had for it (a file whose stat was
-    trusted), else none."""
+    in order) as the snapshot keeps them (`Snapshot.raw_stats`: the manifest's hash, then one
+    `FileStat` per entry, in the machine's byte order: another machine's match no file, so
+    each is read once): each path's from `table`, else the one `kept` had for it (a file whose
+    stat was trusted), else none."""
     if not paths:
         return b""
-    rows = [table.get(path, old) for path, old in zip(paths, kept or repeat(NO_STAT), strict=False)]
-    columns = zip(*(row.key for row in rows), strict=True)
-    data = [bytes.fromhex(manifest_hash)]
-    data.extend(
-        array(code, column).tobytes() for code, column in zip(_COLUMNS, columns, strict=True)
-    )
-    data.append(bytes.fromhex("".join(row.body_hash for row in rows)))
-    return zlib.compress(b"".join(data), 1)
+    rows = (table.get(path, old) for path, old in zip(paths, kept or repeat(NO_STAT), strict=False))
+    return zlib.compress(bytes.fromhex(manifest_hash) + b"".join(rows), 1)
 
 
 class StatTable:
     """A packed table read back: the manifest's hash, and its entries' `FileStat`s made one at
-    a time as they are iterated (100,000 of them at once would be ~40 MB)."""
+    a time as they are iterated."""
 
     def __init__(self, data: bytes, count: int) -> None:
         self.manifest_hash = data[:32].hex()
         self.count = count
-        self._data = memoryview(data)
+        self._data = data
 
     def __len__(self) -> int:
         return self.count
 
     def __iter__(self) -> Iterator[FileStat]:
-        count, data = self.count, self._data
-        columns = [
-            data[32 + index * 8 * count : 32 + (index + 1) * 8 * count].cast(code)
-            for index, code in enumerate(_COLUMNS)
-        ]
-        start = 32 + 8 * len(_COLUMNS) * count
-        bodies = (data[at : at + 32].hex() for at in range(start, start + 32 * count, 32))
-        # tuple.__new__ straight: FileStat's own __new__ costs twice as much, 10,000 times
-        return map(
-            tuple.__new__, repeat(FileStat), zip(zip(*columns, strict=True), bodies, strict=True)
-        )
+        data, end = self._data, 32 + _SLOT * self.count
+        return (data[at : at + _SLOT] for at in range(32, end, _SLOT))
 
 
 def stats_unpack(packed: bytes) -> StatTable | None:

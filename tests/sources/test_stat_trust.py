@@ -89,7 +89,7 @@ def _stats(source: Source) -> list[raw.FileStat | None] | None:
         return None
     assert len(table) == len(raw.entries_unpack(bytes(snapshot.raw_entries)))
     assert table.manifest_hash == om.content_hash(bytes(snapshot.manifest_body))
-    return [None if s == raw.NO_STAT else s for s in table]
+    return [s if raw.stat_kept(s) else None for s in table]
 
 
 def _records_opened(names: list[str]) -> list[str]:
@@ -149,7 +149,8 @@ def test_the_same_bytes_rewritten_with_the_mtime_put_back_are_read_again(
     after = _stats(source)
     assert before is not None and after is not None
     assert after[0] == before[0] and after[1] is not None and before[1] is not None
-    assert after[1].key[4] > before[1].key[4] and after[1].body_hash == before[1].body_hash
+    assert raw.stat_key(after[1])[4] > raw.stat_key(before[1])[4]  # its ctime moved
+    assert raw.stat_hash(after[1]) == raw.stat_hash(before[1])
     opened.clear()
     _refresh(source)  # its new stat kept: trusted from now on
     assert _records_opened(opened) == []
@@ -307,15 +308,17 @@ def test_with_stat_trust_off_every_file_is_read(team, tmp_path, settled, opened,
 
 def test_the_packed_stats_give_back_every_slot_in_order() -> None:
     table = {
-        "a.md": raw.FileStat((2**64 - 1, 2**63 + 5, 0, -(10**18), 1), "ab" * 32),
-        "c.md": raw.FileStat((1, 2, 3, 4, 5), om.content_hash(b"c")),
+        "a.md": raw.stat_row((2**64 - 1, 2**63 + 5, 0, -(10**18), 1), "ab" * 32),
+        "c.md": raw.stat_row((1, 2, 3, 4, 5), om.content_hash(b"c")),
     }
     manifest = om.content_hash(b"{}")
     packed = raw.stats_pack(manifest, ["a.md", "b.md", "c.md"], table)
     unpacked = raw.stats_unpack(packed)
     assert unpacked is not None and unpacked.manifest_hash == manifest
     assert list(unpacked) == [table["a.md"], raw.NO_STAT, table["c.md"]]
-    assert raw.NO_STAT.key[2] == -1  # none kept: a size no file's stat has
+    assert raw.stat_key(table["a.md"]) == (2**64 - 1, 2**63 + 5, 0, -(10**18), 1)
+    assert raw.stat_hash(table["c.md"]) == om.content_hash(b"c")
+    assert raw.stat_key(raw.NO_STAT)[2] == -1 and not raw.stat_kept(raw.NO_STAT)
     # a trusted file keeps the stat it had; one read again takes its new one (or none)
     again = raw.stats_pack(manifest, ["a.md", "b.md", "c.md"], {"c.md": raw.NO_STAT}, unpacked)
     assert list(raw.stats_unpack(again) or []) == [table["a.md"], raw.NO_STAT, raw.NO_STAT]
