@@ -295,6 +295,10 @@ if any(not Path(root).is_absolute() for root in SOURCE_LOCAL_ROOTS):
     raise ConfigError("MEMORYADMIN_SOURCE_LOCAL_ROOTS must list absolute directory paths")
 # Whether two teams may read the same local folder (or one inside the other).
 SOURCE_LOCAL_SHARED = env_bool("MEMORYADMIN_SOURCE_LOCAL_SHARED", False)
+# Whether a refresh may skip reading a local record file whose stat (device, inode, size, mtime,
+# ctime) is the one its last read kept; off for a folder on a filesystem whose clock or ctime
+# cannot be trusted (docs/sources.md, "Local folders").
+SOURCE_TRUST_STAT = env_bool("MEMORYADMIN_SOURCE_TRUST_STAT", True)
 # Wall-clock limit of one webhook delivery attempt (connect, send, response).
 WEBHOOK_DELIVERY_DEADLINE = env_int("MEMORYADMIN_WEBHOOK_DELIVERY_DEADLINE", 15, minimum=1)
 # Hours a rotated-out webhook secret still signs deliveries (a second header), 0: none.

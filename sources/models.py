@@ -125,6 +125,9 @@ class Snapshot(models.Model):
     # the manifest's accepted entries (sources.fetchers.raw.entries_pack): the raw check of
     # the same manifest bytes reads the files without parsing the manifest again
     raw_entries = models.BinaryField(blank=True, default=b"")
+    # a local source's record files as read, per accepted entry (sources.fetchers.raw
+    # .stats_pack): a file whose stat is unchanged is not read again by the raw check
+    raw_stats = models.BinaryField(blank=True, default=b"")
     record_count = models.PositiveIntegerField(default=0)
     active_count = models.PositiveIntegerField(default=0)
     rejected_count = models.PositiveIntegerField(default=0)

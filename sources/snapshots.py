@@ -305,11 +305,14 @@ def snapshot_touch(
 TIMED = Q(expires__isnull=False) | ~Q(supersedes=[])
 
 
-def snapshot_keep(snapshot: Snapshot, *, selected_at: datetime, now: datetime) -> bool:
+def snapshot_keep(
+    snapshot: Snapshot, *, selected_at: datetime, now: datetime, stats: bytes | None = None
+) -> bool:
     """The raw check found the same bytes under the same rules: only time can have changed
     what the snapshot serves. Apply the selection again as `snapshot_touch` does, over the
     records with an expiry or a replacement (and the ids they replace) alone: every other
-    record is active and stays so. Stamps the retrieval time; True when some record flipped."""
+    record is active and stays so. Stamps the retrieval time, and keeps the files' `stats`
+    when the check read some file again; True when some record flipped."""
     timed = list(
         Record.objects.filter(snapshot=snapshot)
         .filter(TIMED)
@@ -332,5 +335,19 @@ def snapshot_keep(snapshot: Snapshot, *, selected_at: datetime, now: datetime) -
     flipped = _flip(selection, ((pk, rid, active, why) for pk, rid, _, _, active, why in timed))
     snapshot.retrieved_at = now
     snapshot.active_count = snapshot.record_count - len(selection.inactive)
-    snapshot.save(update_fields=["retrieved_at", "active_count"])
+    fields = ["retrieved_at", "active_count"]
+    if stats is not None:
+        snapshot.raw_stats = stats
+        fields.append("raw_stats")
+    snapshot.save(update_fields=fields)
     return flipped
+
+
+def snapshot_stats_keep(*, source_id: int, raw_digest: str, stats: bytes) -> bool:
+    """Keep the record files' stats as a full read found them (`raw.stats_pack`) on the
+    source's current snapshot, if it is still the one of that read (`raw_digest`). A cache
+    of what each file's bytes hashed to, so it may be written after the swap: without it the
+    next raw check reads every file once, as before. True when stored."""
+    current = Source.objects.filter(pk=source_id).values("current_snapshot")
+    kept = Snapshot.objects.filter(pk__in=current, raw_digest=raw_digest)
+    return kept.update(raw_stats=stats) == 1

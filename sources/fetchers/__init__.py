@@ -39,6 +39,9 @@ class FetchPolicy:
     # A local source must resolve inside one of these folders; None: anywhere (the operator
     # configured no roots, so only a superuser could add the source).
     local_roots: tuple[str, ...] | None = None
+    # A local record file whose stat is the one its last read kept is not read again
+    # (sources.fetchers.raw.FileStat); False: every file is read at every refresh.
+    trust_stat: bool = True
 
 
 def policy_from_settings() -> FetchPolicy:
@@ -54,6 +57,7 @@ def policy_from_settings() -> FetchPolicy:
         max_entries=settings.SOURCE_MAX_ENTRIES,
         allow_http_loopback=settings.SOURCE_ALLOW_HTTP_LOOPBACK,
         allow_private_addresses=settings.SOURCE_ALLOW_PRIVATE_ADDRESSES,
+        trust_stat=settings.SOURCE_TRUST_STAT,
     )
 
 

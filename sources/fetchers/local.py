@@ -1,10 +1,16 @@
 """The local-directory transport: a source is a folder under an allowed root, read without
-ever following a symlink out of it."""
+ever following a symlink out of it.
+
+A record file read straight from a checked folder leaves its stat behind (`stats`: path ->
+`FileStat`, with its body's hash), and the raw check may take a file's stored hash instead of
+reading it when an lstat shows the very same file unchanged (`raw_hash`), as git's index does.
+"""
 
 from __future__ import annotations
 
 import os
 import stat
+import time
 from pathlib import Path
 
 from formats import openmemories as om
@@ -17,6 +23,20 @@ from sources.fetchers import (
     Validator,
     local_resolve,
 )
+from sources.fetchers.raw import (
+    NO_STAT,
+    FileStat,
+    stat_hash,
+    stat_kept,
+    stat_matches,
+    stat_of,
+)
+
+# A file whose mtime or ctime is this close to (or after) the start of the read that stats it
+# may still be written within the same timestamp tick, with no field of its stat moving
+# ("racy git"): its stat is not kept, so the next check reads it again. Two seconds cover
+# coarse filesystem clocks (FAT's 2 s mtime) and a file server's clock a little off ours.
+STAT_MARGIN_NS = 2_000_000_000
 
 
 class LocalFetcher:
@@ -29,6 +49,11 @@ class LocalFetcher:
         # relative folder -> its resolved path inside the root, as a string (pathlib's joins
         # cost more than the lstat they lead to, 10,000 times per unchanged refresh)
         self._folders: dict[str, str] = {}
+        # path -> the stat of the file read there, with its body's hash (NO_STAT unless it
+        # is a regular file opened straight in a checked folder and last changed well before
+        # this fetcher started: STAT_MARGIN_NS); a file whose stat was trusted is not in it
+        self.stats: dict[str, FileStat] = {}
+        self._settled = time.time_ns() - STAT_MARGIN_NS
 
     def root(self) -> Path:
         if self._root is None:
@@ -62,17 +87,14 @@ class LocalFetcher:
 
         Folders checked once are remembered for this read (10,000 records share a few), and a
         plain file in a checked folder needs one lstat, not a resolve of the whole path."""
-        folder, _, name = relative.rpartition("/")
-        if name not in ("", ".", ".."):
-            parent = self._folders.get(folder) if folder else str(self.root())
-            if parent is not None:
-                target = f"{parent}/{name}"
-                try:
-                    mode = os.lstat(target).st_mode
-                except (OSError, ValueError):
-                    mode = 0
-                if stat.S_ISREG(mode):
-                    return target
+        target = self._direct(relative)
+        if target is not None:
+            try:
+                mode = os.lstat(target).st_mode
+            except (OSError, ValueError):
+                mode = 0
+            if stat.S_ISREG(mode):
+                return target
         return str(self._resolve(relative))
 
     def _resolve(self, relative: str) -> Path:
@@ -127,35 +149,81 @@ class LocalFetcher:
         return Fetched(data, Validator(content_hash=om.content_hash(data)))
 
     def get_record(self, path: str, validator: Validator | None) -> Fetched:
-        data = self._record(path)
-        return Fetched(data, Validator(content_hash=om.content_hash(data)))
+        data, body_hash = self._record(path)
+        return Fetched(data, Validator(content_hash=body_hash))
 
-    def raw_hash(self, path: str) -> str:
+    def raw_hash(self, path: str, known: FileStat | None = None) -> str:
         """The hash of a record's bytes, as `get_record`'s validator has it, without the
-        objects around it: the raw check asks it 10,000 times for an unchanged refresh."""
-        return om.content_hash(self._record(path))
+        objects around it: the raw check asks it 10,000 times for an unchanged refresh.
 
-    def _record(self, path: str) -> bytes:
+        `known`: the file's stat when an earlier read hashed it. When an lstat (never
+        following a symlink) of the plain file in its checked folder shows the same device,
+        inode, size, mtime and ctime, the file is that one, unwritten since: its stored hash
+        is the answer and the file is not opened. Anything else is read as without it."""
+        policy = self.policy
+        if known is not None and policy.trust_stat and stat_kept(known):
+            target = self._direct(path) or self._checked(path)
+            try:
+                info = os.lstat(target) if target is not None else None
+            except (OSError, ValueError):
+                info = None
+            # over the limit: the read refuses it as too large
+            if info and info.st_size <= policy.max_response_bytes and stat_matches(known, info):
+                return stat_hash(known)
+        return self._record(path)[1]
+
+    def _checked(self, path: str) -> str | None:
+        """`_direct` once the folders on the way are checked (and remembered); None when
+        the checked way refuses the path (the read then refuses it the same way)."""
+        try:
+            self._inside(path)
+        except om.Rejection:
+            return None
+        return self._direct(path)
+
+    def _record(self, path: str) -> tuple[bytes, str]:
+        """A record's bytes and their hash; the stat of a file read straight in its checked
+        folder is kept with them (`stats`)."""
+        self.stats[path] = NO_STAT  # read: whatever was known of it, this read decides
         limit = self.policy.max_response_bytes
-        data = self._read_direct(path, limit)
-        return data if data is not None else self._read(self._inside(path), limit, path)
+        direct = self._read_direct(path, limit)
+        if direct is None:
+            target = self._inside(path)  # checks the folders on the way (remembered), or refuses
+            direct = self._read_direct(path, limit)  # open now if its folder was not checked
+            if direct is None:  # a symlink inside the source, or swapped since: the checked way
+                data = self._read(target, limit, path)
+                return data, om.content_hash(data)
+        data, info = direct
+        body_hash = om.content_hash(data)
+        # ctime 0: a filesystem that keeps none, where a restored mtime would hide a write
+        settled = self._settled
+        if self.policy.trust_stat and info.st_mtime_ns < settled and 0 < info.st_ctime_ns < settled:
+            self.stats[path] = stat_of(info, body_hash)
+        return data, body_hash
 
-    def _read_direct(self, relative: str, limit: int) -> bytes | None:
-        """A plain file in a folder already checked for this read: opened at once, without
-        following a symlink, and read if it is a regular file; None for anything else (missing,
-        a symlink, a folder, a FIFO, a folder not checked yet), which the checked way then
-        reads or rejects. One open where an lstat and an open were: 10,000 per refresh."""
+    def _direct(self, relative: str) -> str | None:
+        """The path of a plain file name in a folder already checked for this read, else
+        None (a folder not checked yet, or a name such as `..`)."""
         folder, _, name = relative.rpartition("/")
         if name in ("", ".", ".."):
             return None
         parent = self._folders.get(folder) if folder else str(self.root())
-        if parent is None:
+        return None if parent is None else f"{parent}/{name}"
+
+    def _read_direct(self, relative: str, limit: int) -> tuple[bytes, os.stat_result] | None:
+        """A plain file in a folder already checked for this read: opened at once, without
+        following a symlink, and read if it is a regular file (with the fstat of what was
+        read); None for anything else (missing, a symlink, a folder, a FIFO, a folder not
+        checked yet), which the checked way then reads or rejects. One open where an lstat
+        and an open were: 10,000 per refresh."""
+        target = self._direct(relative)
+        if target is None:
             return None
         try:
-            descriptor = os.open(f"{parent}/{name}", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            descriptor = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except (OSError, ValueError):
             return None
-        return _read_regular(descriptor, limit, relative)
+        return _read_stat(descriptor, limit, relative)
 
     def close(self) -> None:
         return None
@@ -164,6 +232,12 @@ class LocalFetcher:
 def _read_regular(descriptor: int, limit: int, relative: str) -> bytes | None:
     """An open file's bytes if it is a regular file (None if not), closing it; over `limit`
     bytes is the record's rejection."""
+    read = _read_stat(descriptor, limit, relative)
+    return None if read is None else read[0]
+
+
+def _read_stat(descriptor: int, limit: int, relative: str) -> tuple[bytes, os.stat_result] | None:
+    """`_read_regular` with the file's fstat, taken before its bytes were read."""
     try:
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):
@@ -173,7 +247,7 @@ def _read_regular(descriptor: int, limit: int, relative: str) -> bytes | None:
         os.close(descriptor)
     if len(data) > limit:
         raise om.Rejection("too-large", f"{relative} is over {limit} bytes", path=relative)
-    return data
+    return data, info
 
 
 def _read_upto(descriptor: int, first: int, most: int) -> bytes:

@@ -7,15 +7,23 @@ its fetch was refused). Everything else a read produces (records, rejections, pr
 function of those bytes under those rules, except expiry, which the refresh applies again at
 every read. A snapshot stores the digest of the read that made it (`Snapshot.raw_digest`):
 an equal digest means parsing the same bytes again would give the same snapshot.
+
+A local record file's hash may come from its stat instead of its bytes (`FileStat`, kept per
+accepted entry on the snapshot: `stats_pack`): the digest is the same function of the bytes
+either way, since a trusted stat stands for the very file that was hashed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
+import struct
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from formats import openmemories as om
@@ -60,14 +68,103 @@ def entries_unpack(packed: bytes) -> list[tuple[str, str]]:
     return [(entry_id, path) for entry_id, path in json.loads(zlib.decompress(packed))]
 
 
+# A record file's stat as a read found it, with the hash of the bytes read, in 72 bytes: its
+# (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns) packed in `_KEY`, then the hash. The same
+# five fields later mean the same file, unwritten since (a tool that puts an mtime back still
+# moves the ctime, which nothing sets back). Bytes, not objects: one per file of a read.
+FileStat = bytes
+_KEY = struct.Struct("=QQqqq")
+_SLOT = _KEY.size + 32
+_SIZE = slice(16, 24)  # st_size's bytes
+
+
+def stat_row(key: tuple[int, int, int, int, int], body_hash: str) -> FileStat:
+    return _KEY.pack(*key) + bytes.fromhex(body_hash)
+
+
+def stat_of(info: os.stat_result, body_hash: str) -> FileStat:
+    key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    return stat_row(key, body_hash)
+
+
+def stat_key(row: FileStat) -> tuple[int, int, int, int, int]:
+    return _KEY.unpack_from(row)  # type: ignore[return-value]
+
+
+def stat_hash(row: FileStat) -> str:
+    return row[_KEY.size :].hex()
+
+
+def stat_matches(row: FileStat, info: os.stat_result) -> bool:
+    """Whether `info` (an lstat) is the regular file `row` was kept for, unwritten since."""
+    key = _KEY.pack(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    return stat.S_ISREG(info.st_mode) and row.startswith(key)
+
+
+# an entry with no stat kept (or a file read but not to be trusted): size -1 matches no file
+NO_STAT = stat_row((0, 0, -1, 0, 0), "00" * 32)
+_NO_SIZE = NO_STAT[_SIZE]
+
+
+def stat_kept(row: FileStat) -> bool:
+    return row[_SIZE] != _NO_SIZE
+
+
+def stats_pack(
+    manifest_hash: str,
+    paths: Sequence[str],
+    table: Mapping[str, FileStat],
+    kept: Iterable[FileStat] | None = None,
+) -> bytes:
+    """The stats of `paths` (the accepted entries of the manifest hashing to `manifest_hash`,
+    in order) as the snapshot keeps them (`Snapshot.raw_stats`: the manifest's hash, then one
+    `FileStat` per entry, in the machine's byte order: another machine's match no file, so
+    each is read once): each path's from `table`, else the one `kept` had for it (a file whose
+    stat was trusted), else none."""
+    if not paths:
+        return b""
+    rows = (table.get(path, old) for path, old in zip(paths, kept or repeat(NO_STAT), strict=False))
+    return zlib.compress(bytes.fromhex(manifest_hash) + b"".join(rows), 1)
+
+
+class StatTable:
+    """A packed table read back: the manifest's hash, and its entries' `FileStat`s made one at
+    a time as they are iterated."""
+
+    def __init__(self, data: bytes, count: int) -> None:
+        self.manifest_hash = data[:32].hex()
+        self.count = count
+        self._data = data
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[FileStat]:
+        data, end = self._data, 32 + _SLOT * self.count
+        return (data[at : at + _SLOT] for at in range(32, end, _SLOT))
+
+
+def stats_unpack(packed: bytes) -> StatTable | None:
+    """A packed table; None when there is none (every file is then read)."""
+    try:
+        data = zlib.decompress(packed) if packed else b""
+    except zlib.error:
+        return None
+    count, rest = divmod(len(data) - 32, _SLOT)
+    return StatTable(data, count) if count > 0 and not rest else None
+
+
 @dataclass(frozen=True)
 class Known:
-    """What the current snapshot was read from: its manifest's bytes and name, and its
-    accepted entries (`entries_pack`; empty for a snapshot stored before they were kept)."""
+    """What the current snapshot was read from: its manifest's bytes (b"" when not loaded: a
+    local source whose `stats` name the manifest's hash) and name, its accepted entries
+    (`entries_pack`; empty for a snapshot stored before they were kept), and the stats of
+    their files (`stats_pack`; empty when none were kept)."""
 
     manifest: bytes
     name: str
     entries: bytes
+    stats: bytes = b""
 
 
 @dataclass
@@ -78,6 +175,8 @@ class RawCheck:
     digest: str
     name: str
     validators: dict[str, Validator]
+    # the entries' file stats to keep (`stats_pack`), when they differ from the known ones
+    stats: bytes | None = None
     # key -> (body span or None for a 304, the validator) or the fetch's rejection
     answers: dict[str, Any] = field(default_factory=dict)
     bodies: ByteSpool = field(default_factory=ByteSpool)
@@ -103,7 +202,18 @@ def raw_check(
     manifest_key = fetcher.manifest_key()
     got = fetcher.get_manifest(validators.get(manifest_key))
     manifest_body = got.body if got.body is not None else known.manifest
-    if known.entries and manifest_body == known.manifest:
+    # a transport that has no validators to ask with may hash a body without the objects
+    # around it (LocalFetcher.raw_hash), or take it from the file's stat (its `stats`)
+    raw_hash = None if validators or keep else getattr(fetcher, "raw_hash", None)
+    stats: dict[str, FileStat] | None = getattr(fetcher, "stats", None)
+    stats = stats if raw_hash is not None and policy.trust_stat else None
+    table = stats_unpack(known.stats) if stats is not None else None
+    if table is not None:
+        same = table.manifest_hash == om.content_hash(manifest_body)
+    else:
+        same = bool(known.manifest) and manifest_body == known.manifest
+    same = same and bool(known.entries)
+    if same:
         # the same bytes: the same entries (under other rules the digest differs anyway)
         name, entries = known.name, entries_unpack(known.entries)
     else:
@@ -120,40 +230,54 @@ def raw_check(
     if got.validator.etag or got.validator.last_modified:
         check.validators[manifest_key] = got.validator
     digest = RawDigest(policy, manifest_body)
-    # a transport that has no validators to ask with may hash a body without the objects
-    # around it (LocalFetcher.raw_hash)
-    raw_hash = None if validators or keep else getattr(fetcher, "raw_hash", None)
+    # the kept stats, when they are these entries'
+    kept = table if same and table is not None and len(table) == len(entries) else None
     try:
-        for entry_id, path in entries:
-            if raw_hash is not None:
+        if raw_hash is not None:
+            _hash_files(digest, entries, raw_hash, kept)
+        else:
+            for entry_id, path in entries:
+                key = fetcher.record_key(path)
                 try:
-                    digest.body(entry_id, path, raw_hash(path))
+                    got = fetcher.get_record(path, validators.get(key))
                 except om.Rejection as exc:
                     digest.refused(entry_id, path, exc)
-                continue
-            key = fetcher.record_key(path)
-            try:
-                got = fetcher.get_record(path, validators.get(key))
-            except om.Rejection as exc:
-                digest.refused(entry_id, path, exc)
+                    if keep:
+                        check.answers[key] = exc
+                    continue
+                if got.validator.etag or got.validator.last_modified:
+                    check.validators[key] = got.validator
+                if got.body is None:  # 304: the stored validator's hash is the body's
+                    body_hash = got.validator.content_hash or "unknown"
+                else:
+                    body_hash = got.validator.content_hash or om.content_hash(got.body)
+                digest.body(entry_id, path, body_hash)
                 if keep:
-                    check.answers[key] = exc
-                continue
-            if got.validator.etag or got.validator.last_modified:
-                check.validators[key] = got.validator
-            if got.body is None:  # 304: the stored validator's hash is the body's
-                body_hash = got.validator.content_hash or "unknown"
-            else:
-                body_hash = got.validator.content_hash or om.content_hash(got.body)
-            digest.body(entry_id, path, body_hash)
-            if keep:
-                span = None if got.body is None else check.bodies.add(got.body)
-                check.answers[key] = (span, got.validator)
+                    span = None if got.body is None else check.bodies.add(got.body)
+                    check.answers[key] = (span, got.validator)
     except BaseException:
         check.close()
         raise
     check.digest = digest.hexdigest()
+    if stats:
+        # some file was read (`stats` has each one read): keep what its stat is now, or that
+        # it has none to trust; the refresh keeps them when the digest is the snapshot's
+        paths = [path for _, path in entries]
+        packed = stats_pack(om.content_hash(manifest_body), paths, stats, kept)
+        check.stats = packed if packed != known.stats else None
     return check
+
+
+def _hash_files(
+    digest: RawDigest, entries: list[tuple[str, str]], raw_hash: Any, kept: StatTable | None
+) -> None:
+    """Feed each entry's body hash to the digest: `raw_hash` reads the file, or takes the
+    kept hash when the file's stat is the kept one."""
+    for (entry_id, path), known in zip(entries, kept or repeat(None), strict=False):
+        try:
+            digest.body(entry_id, path, raw_hash(path, known))
+        except om.Rejection as exc:
+            digest.refused(entry_id, path, exc)
 
 
 class Replay:

@@ -11,19 +11,39 @@ from django.conf import settings
 from django.db import OperationalError, transaction
 from django.utils import timezone
 
+from formats import openmemories as om
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.locks import named_lock
 from sources import fetchers
 from sources.credentials import scrub, source_credential
 from sources.fetchers.factory import make_fetcher
 from sources.fetchers.local import LocalFetcher
-from sources.fetchers.raw import Known, RawCheck, Replay, raw_check
+from sources.fetchers.raw import (
+    FileStat,
+    Known,
+    RawCheck,
+    Replay,
+    entries_unpack,
+    raw_check,
+    stats_pack,
+)
 from sources.fetchers.read import ReadResult, read_source
-from sources.models import RefreshRun, RunStatus, Source, SourceKind, SourceState
+from sources.models import RefreshRun, RunStatus, Snapshot, Source, SourceKind, SourceState
 from sources.services.lifecycle import LOCAL_NEEDS_SUPERUSER, LOCAL_SHARED, local_overlap
-from sources.services.refresh_store import refresh_failed, refresh_succeeded, refresh_unchanged
+from sources.services.refresh_store import (
+    SNAPSHOT_BYTES,
+    refresh_failed,
+    refresh_succeeded,
+    refresh_unchanged,
+)
 from sources.services.refresh_stream import ReadFailed, StreamedRead, refresh_streamed
-from sources.snapshots import StoredRecord, StoredRecords, previous_rows, stored_validators
+from sources.snapshots import (
+    StoredRecord,
+    StoredRecords,
+    previous_rows,
+    snapshot_stats_keep,
+    stored_validators,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +105,11 @@ def runs_abandoned(*, source_id: int, keep: int | None) -> int:
 
 
 def _refresh(*, source_id: int, run_id: int | None, trigger: str) -> RefreshRun:
-    source = Source.objects.select_related("team", "current_snapshot", "added_by").get(pk=source_id)
+    source = (
+        Source.objects.select_related("team", "current_snapshot", "added_by")
+        .defer(*SNAPSHOT_BYTES)  # loaded by the read, as far as it needs them
+        .get(pk=source_id)
+    )
     if run_id is None:
         run = RefreshRun.objects.create(source=source, trigger=trigger, requested_by="system")
     else:
@@ -109,7 +133,7 @@ def _refresh(*, source_id: int, run_id: int | None, trigger: str) -> RefreshRun:
     credential = fetchers.Credential()
     try:
         credential = source_credential(source)
-        read, rows, stored = _read(source, credential, started)
+        read, rows, stored, stats = _read(source, credential, started)
     except Exception as exc:
         return _read_failed(source, run, exc, credential, started, clock)
     try:
@@ -117,9 +141,11 @@ def _refresh(*, source_id: int, run_id: int | None, trigger: str) -> RefreshRun:
             return refresh_unchanged(source.pk, run.pk, read, stored, started, clock)
         if isinstance(read, StreamedRead):
             try:
-                done, _ = refresh_streamed(source.pk, run.pk, read, rows, started, clock)
+                done, result = refresh_streamed(source.pk, run.pk, read, rows, started, clock)
             except ReadFailed as failed:
                 return _read_failed(source, run, failed.error, credential, started, clock)
+            if stats is not None:
+                _stats_keep(source.pk, result, stats)
             return done
         read.drop_entries()
         return refresh_succeeded(source.pk, run.pk, read, rows, started, clock)
@@ -158,10 +184,24 @@ def _read_failed(
     return refresh_failed(source.pk, run.pk, "read-failed", message, "stale", started, clock)
 
 
+def _stats_keep(source_id: int, result: ReadResult, stats: dict[str, FileStat]) -> None:
+    """After a local source's full read was stored: its files' stats, for the next raw check
+    (a cache: failing to store them only costs that check a read of every file)."""
+    try:
+        paths = [path for _, path in entries_unpack(result.raw_entries)]
+        packed = stats_pack(om.content_hash(result.manifest_body), paths, stats)
+        snapshot_stats_keep(source_id=source_id, raw_digest=result.raw_digest, stats=packed)
+    except Exception:
+        logger.warning("source %s: keeping the files' stats failed", source_id, exc_info=True)
+
+
 def _read(
     source: Source, credential: fetchers.Credential, started: datetime
 ) -> tuple[
-    ReadResult | RawCheck | StreamedRead, dict[str, StoredRecord], dict[str, fetchers.Validator]
+    ReadResult | RawCheck | StreamedRead,
+    dict[str, StoredRecord],
+    dict[str, fetchers.Validator],
+    dict[str, FileStat] | None,
 ]:
     """Read the source, outside any transaction. First the raw check (sources.fetchers.raw):
     when its digest is the current snapshot's, the same bytes were read under the same rules
@@ -169,22 +209,24 @@ def _read(
     read, reusing the last snapshot's records by hash (an HTTPS check's answers are replayed,
     not fetched again); a local source's full read is returned unstarted, to be streamed into
     the swap (refresh_stream). Returns the read, the last snapshot's rows, the stored
-    validators."""
+    validators, and the stats a local read keeps of its files (filled as it reads)."""
     snapshot = source.current_snapshot
     stored = stored_validators(source) if source.kind == SourceKind.HTTPS else {}
     fetcher: fetchers.Fetcher | None = make_fetcher(
         source.kind, source.identity, policy=fetchers.policy_from_settings(), credential=credential
     )
+    local = isinstance(fetcher, LocalFetcher)
+    stats = fetcher.stats if local and fetcher.policy.trust_stat else None
     try:
         if isinstance(fetcher, LocalFetcher):
             _local_check(source, fetcher)
-        manifest = bytes(snapshot.manifest_body) if snapshot is not None else None
-        if snapshot is not None and manifest is not None and snapshot.raw_digest:
+        known = _known(snapshot, stats is not None)
+        manifest = (known.manifest or None) if known is not None else None
+        if snapshot is not None and known is not None and snapshot.raw_digest:
             keep = source.kind == SourceKind.HTTPS  # a local file is cheaper read again
-            known = Known(manifest, snapshot.manifest_name, bytes(snapshot.raw_entries))
             check = raw_check(fetcher, known=known, validators=stored, keep=keep)
             if check.digest == snapshot.raw_digest:
-                return check, {}, stored
+                return check, {}, stored, None
             if keep:
                 fetcher = Replay(fetcher, check)
             else:
@@ -196,7 +238,7 @@ def _read(
                 fetcher, now=started, previous_records=previous, previous_manifest=manifest
             )
             fetcher = None  # the stream's now: it closes the fetcher when its read ends
-            return streamed, rows, stored
+            return streamed, rows, stored, stats
         result = read_source(
             fetcher,
             now=started,
@@ -204,10 +246,25 @@ def _read(
             previous_manifest=manifest,
             validators=stored,
         )
-        return result, rows, stored
+        return result, rows, stored, None
     finally:
         if fetcher is not None:
             fetcher.close()
+
+
+def _known(snapshot: Snapshot | None, trusting: bool) -> Known | None:
+    """What the raw check needs of the current snapshot. A local source whose files' stats
+    were kept (`trusting`) leaves the manifest's bytes unread (10k entries: 0.6 MB): the
+    stats name its hash, and a local manifest is read again in full anyway."""
+    if snapshot is None:
+        return None
+    kept = Snapshot.objects.filter(pk=snapshot.pk)
+    if trusting:
+        entries, stats = kept.values_list("raw_entries", "raw_stats").get()
+        if stats:
+            return Known(b"", snapshot.manifest_name, bytes(entries), bytes(stats))
+    entries, manifest = kept.values_list("raw_entries", "manifest_body").get()
+    return Known(bytes(manifest), snapshot.manifest_name, bytes(entries))
 
 
 def _error_text(exc: BaseException) -> str:

@@ -32,7 +32,11 @@ from webhooks.emit import event_emit
 logger = logging.getLogger("sources.services.refresh")
 
 # what the swap never reads of the current snapshot (the read had them)
-SNAPSHOT_BYTES = ("current_snapshot__manifest_body", "current_snapshot__raw_entries")
+SNAPSHOT_BYTES = (
+    "current_snapshot__manifest_body",
+    "current_snapshot__raw_entries",
+    "current_snapshot__raw_stats",
+)
 
 
 def _finish_run(
@@ -220,7 +224,7 @@ def refresh_unchanged(
         raise RuntimeError("the current snapshot changed during an unchanged refresh")
     now = timezone.now()
     # the selection's time is the read's, as a full read's is
-    flipped = snapshot_keep(snapshot, selected_at=started, now=now)
+    flipped = snapshot_keep(snapshot, selected_at=started, now=now, stats=check.stats)
     if source.kind == SourceKind.HTTPS and check.validators != stored:
         validators_store(source, check.validators)
     return _succeeded(
