@@ -65,12 +65,15 @@ def check_staleness(
     memories: Iterable[Memory],
     *,
     root: Path,
-    last_commit_time: Callable[[str], datetime | None],
+    last_commit_time: Callable[[str], datetime | None] | None = None,
+    last_commit_times: Callable[[list[str]], dict[str, datetime | None]] | None = None,
     statuses: tuple[str, ...] = SPEC_STATUSES,
 ) -> list[Stale]:
     """`last_commit_time(link)` gives the time of the last commit touching a path (or None);
-    `statuses`: whose links are checked for `stale-link` and `maybe-stale`."""
-    found: list[Stale] = []
+    `last_commit_times(links)` the same for every link at once (asked once, for the links of
+    checked memories that exist, in the order first met); `statuses`: whose links are checked
+    for `stale-link` and `maybe-stale`."""
+    found: list[Stale | tuple[str, str, datetime | None]] = []
     for memory in memories:
         if not memory.links:
             continue  # nearly every memory: nothing to check, not even its timestamp
@@ -87,7 +90,21 @@ def check_staleness(
             if not _exists(root / link):
                 found.append(Stale("stale-link", memory.id, link, WARNING))
                 continue
-            changed = last_commit_time(link)
-            if changed is not None and updated is not None and changed > updated:
-                found.append(Stale("maybe-stale", memory.id, link, WARNING))
-    return found
+            found.append((memory.id, link, updated))  # decided once the times are known
+    links = list(dict.fromkeys(entry[1] for entry in found if type(entry) is tuple))
+    if last_commit_times is not None:
+        times = last_commit_times(links)
+    elif last_commit_time is not None:
+        times = {link: last_commit_time(link) for link in links}
+    else:
+        raise TypeError("check_staleness needs last_commit_time or last_commit_times")
+    stale: list[Stale] = []
+    for entry in found:
+        if isinstance(entry, Stale):
+            stale.append(entry)
+            continue
+        memory_id, link, updated = entry
+        changed = times.get(link)
+        if changed is not None and updated is not None and changed > updated:
+            stale.append(Stale("maybe-stale", memory_id, link, WARNING))
+    return stale

@@ -19,7 +19,12 @@ def _last_commit_time(root: Path):  # type: ignore[no-untyped-def]
             capture_output=True,
             text=True,
             check=False,
-            env={"GIT_TERMINAL_PROMPT": "0", "PATH": "/usr/bin:/bin:/usr/local/bin"},
+            # a link is a path: no glob, no `:(…)` pathspec magic (it comes after "--")
+            env={
+                "GIT_TERMINAL_PROMPT": "0",
+                "GIT_LITERAL_PATHSPECS": "1",
+                "PATH": "/usr/bin:/bin:/usr/local/bin",
+            },
         )
         output = result.stdout.strip()
         return datetime.fromisoformat(output) if result.returncode == 0 and output else None
