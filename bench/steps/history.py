@@ -174,7 +174,13 @@ def step(args: dict[str, Any]) -> dict[str, Any]:
         after, backend_after = os.times(), _ticks(backend)
     if not repository.last_sync_ok:
         raise RuntimeError(f"sync failed: {repository.last_error}")
+    import hashlib
+
+    rows = Memory.objects.filter(repository=repository).order_by("memory_id")
+    fields = ("memory_id", "author_name", "author_email", "added_commit", "added_at", "stale")
+    digest = hashlib.sha256(repr(list(rows.values_list(*fields))).encode()).hexdigest()[:12]
     return {
+        "digest": digest,
         "wall": wall,
         "process": after.user + after.system - before.user - before.system,
         "git": after.children_user
@@ -260,7 +266,7 @@ def main(argv: list[str]) -> int:
                     f"{commits:>6} commits {label:<16} wall {result['wall']:6.2f} s  CPU {cpu:6.2f}"
                     f" (process {result['process']:.2f} git {result['git']:.2f}"
                     f" backend {result['backend']:.2f})  memories {result['memories']}"
-                    f" stale {result['stale']}  {spent}",
+                    f" stale {result['stale']} rows {result.get('digest')}  {spent}",
                     flush=True,
                 )
     finally:

@@ -104,3 +104,38 @@ def test_the_index_asks_every_link_once_and_in_order(tmp_path):
         ("stale-link", "m1", "missing"),
         ("link-outside-repo", "m2", "../up"),
     ]
+
+
+@pytest.mark.parametrize("links", [1, 12])  # per link, and one walk for many
+def test_memoryrail_check_reads_a_glob_shaped_link_as_the_file_it_names(tmp_path, links):
+    import io
+
+    from django.core.management import call_command
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(tmp_path, "init", "--quiet", "-b", "main", str(root))
+    (root / ".memoryrail" / "memories").mkdir(parents=True)
+    (root / ".memoryrail" / "config.json").write_text('{"version": 1, "review": "agents"}\n')
+    (root / "src").mkdir()
+    names = ["src/*.py", *(f"src/f{n}.py" for n in range(links - 1))]
+    for name in [*names, "src/other.py"]:
+        (root / name).write_text("v1\n")
+    (root / M / "20260101-glob.md").write_text(
+        memory_text("20260101-glob", updated="2026-06-01T00:00:00.000Z", links=names)
+    )
+    git(root, "add", "-A")
+    before = {
+        "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+        "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+    }
+    git(root, "commit", "--quiet", "-m", "first", env=before)
+    (root / "src/other.py").write_text("v2\n")  # after the memory's update: a glob would match
+    after = {
+        "GIT_COMMITTER_DATE": "2026-09-01T00:00:00Z",
+        "GIT_AUTHOR_DATE": "2026-09-01T00:00:00Z",
+    }
+    git(root, "commit", "--quiet", "-am", "later", env=after)
+    out = io.StringIO()
+    call_command("memoryrail_check", str(root), "--json", stdout=out)
+    assert json.loads(out.getvalue())["stale"] == []
