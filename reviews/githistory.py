@@ -36,7 +36,6 @@ from reviews.git import GitError, WorkingCopy
 
 CACHE_NAME = "memoryadmin-history.json"
 CACHE_VERSION = 1
-PATHSPECS_PER_CALL = 1000  # links per git call (argv stays far below its limit)
 PER_LINK_WALKS_MAX = 8  # more links without a kept answer: one walk of the history for all
 ADDED_FORMAT = "--format=%x1e%H%x1f%P%x1f%aI%x1f%ae%x1f%an"  # untrusted name and email last
 TIMES_FORMAT = "--format=%x1e%H%x1f%P%x1f%cI"
@@ -259,21 +258,20 @@ class History:
 
     def _times_walked(self, links: list[str], *, since: str | None) -> dict[str, str | None]:
         """The links' times from one `log` of the commits since `since` (all of them without
-        it) and, for merges, one `diff-tree` against each parent."""
+        it) and, for merges, one `diff-tree` against each parent. Every changed path is listed
+        and matched here: git matching 1,000 pathspecs against each folder entry of every
+        commit took 6.5 s of a 20,000-commit history, listing what changed 0.3 s."""
         links = [link for link in links if _spelling(link) is not None]
+        if not links:
+            return {}
         commits: dict[str, _Commit] = {}
         older = (f"^{since}",) if since else ()
-        step = PATHSPECS_PER_CALL
-        chunks = [tuple(links[at : at + step]) for at in range(0, len(links), step)]
-        for chunk in chunks:
-            output = self.copy.history(
-                "log", "--full-history", "--sparse", "--root", "--no-renames", "--name-status",
-                "-z", TIMES_FORMAT, self.head, *older, paths=chunk,
-            )  # fmt: skip
-            for header, entries in _records(output):
-                sha, parents, time = header
-                commit = commits.setdefault(sha, _Commit(parents.split(), time))
-                commit.changed[0].update(path for _, path in entries)
+        output = self.copy.history(
+            "log", "--root", "--no-renames", "--name-status", "-z", TIMES_FORMAT, self.head, *older
+        )  # fmt: skip
+        for header, entries in _records(output):
+            sha, parents, time = header
+            commits[sha] = _Commit(parents.split(), time, [{path for _, path in entries}])
         pairs = [
             (commit, n, f"{sha} {parent}\n")
             for sha, commit in commits.items()
@@ -282,10 +280,10 @@ class History:
         ]
         for commit, _, _ in pairs:  # log shows no diff of a merge: diff-tree, per parent
             commit.changed = [set() for _ in commit.parents]
-        for chunk in chunks if pairs else []:
+        if pairs:
             output = self.copy.history(
                 "diff-tree", "--stdin", "--always", "-r", "--no-renames", "--name-status", "-z",
-                paths=chunk, stdin="".join(line for _, _, line in pairs).encode(),
+                stdin="".join(line for _, _, line in pairs).encode(),
             )  # fmt: skip
             for (commit, n, _), paths in zip(pairs, _diffs(output), strict=True):
                 commit.changed[n].update(paths)

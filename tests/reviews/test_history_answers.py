@@ -353,5 +353,5 @@ def test_links_new_since_the_last_index_are_walked_per_link_when_few_and_togethe
     repo.move_main(head)
     answers(repo, copy, links=sources)  # fifteen new: one walk of the history for them all
     assert per_link_walks(copy) == 0
-    full = [c for c in copy.commands if "--full-history" in c and not any(a[0] == "^" for a in c)]
+    full = [c for c in copy.commands if "--root" in c and not any(a[0] == "^" for a in c)]
     assert len(full) == 1
