@@ -169,7 +169,16 @@ def step(args: dict[str, Any]) -> dict[str, Any]:
     with embedding_deferred():  # as the review step: a worker embeds afterwards
         before, backend_before = os.times(), _ticks(backend)
         started = time.perf_counter()
-        repository = repository_sync(repository_id=args["repository_id"])
+        profile = os.environ.get("HISTORY_PROFILE")  # a folder: cProfile each index into it
+        if profile:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            repository = profiler.runcall(repository_sync, repository_id=args["repository_id"])
+            Path(profile).mkdir(parents=True, exist_ok=True)
+            profiler.dump_stats(f"{profile}/index-{os.getpid()}.prof")
+        else:
+            repository = repository_sync(repository_id=args["repository_id"])
         wall = time.perf_counter() - started
         after, backend_after = os.times(), _ticks(backend)
     if not repository.last_sync_ok:
