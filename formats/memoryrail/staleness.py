@@ -41,17 +41,17 @@ class Stale:
         }
 
 
-def _resolves_outside(root: Path, link: str) -> bool:
+def _resolves_outside(root: Path, link: str, resolved_root: Path | None = None) -> bool:
     try:
         target = (root / link).resolve()
     except (RuntimeError, OSError):  # a symlink loop (RuntimeError before Python 3.13)
         return False  # it resolves nowhere: a stale link, not an escape
-    return not target.is_relative_to(root.resolve())
+    return not target.is_relative_to(resolved_root or root.resolve())
 
 
-def link_escapes(root: Path, link: str) -> bool:
+def link_escapes(root: Path, link: str, resolved_root: Path | None = None) -> bool:
     """The link is absolute, climbs above the root, or resolves outside it through a symlink."""
-    return check_link(link) == LINK_OUTSIDE_REPO or _resolves_outside(root, link)
+    return check_link(link) == LINK_OUTSIDE_REPO or _resolves_outside(root, link, resolved_root)
 
 
 def _exists(path: Path) -> bool:
@@ -74,6 +74,11 @@ def check_staleness(
     checked memories that exist, in the order first met); `statuses`: whose links are checked
     for `stale-link` and `maybe-stale`."""
     found: list[Stale | tuple[str, str, datetime | None]] = []
+    # what each distinct link is, found once: memories share links (6,000 memories linking
+    # 1,000 files resolved 12,000 paths, a third of a re-index)
+    resolved_root = root.resolve()
+    escapes: dict[str, bool] = {}
+    exists: dict[str, bool] = {}
     for memory in memories:
         if not memory.links:
             continue  # nearly every memory: nothing to check, not even its timestamp
@@ -82,12 +87,16 @@ def check_staleness(
         for link in memory.links:
             if check_link(link) not in (None, LINK_OUTSIDE_REPO):
                 continue  # an invalid link is a problem of the file, reported by the parser
-            if link_escapes(root, link):
+            if link not in escapes:
+                escapes[link] = link_escapes(root, link, resolved_root)
+            if escapes[link]:
                 found.append(Stale(LINK_OUTSIDE_REPO, memory.id, link, ERROR))
                 continue
             if not checked:
                 continue
-            if not _exists(root / link):
+            if link not in exists:
+                exists[link] = _exists(root / link)
+            if not exists[link]:
                 found.append(Stale("stale-link", memory.id, link, WARNING))
                 continue
             found.append((memory.id, link, updated))  # decided once the times are known

@@ -106,10 +106,14 @@ def index_read(copy: WorkingCopy, head: str, *, repository: Repository) -> Index
 
 
 def _jsonable_mapping(meta: dict[str, Any]) -> dict[str, Any]:
-    """`meta` as JSON holds it: as it is when every key and value is text (nearly every memory's
-    front matter), else rebuilt by `_jsonable`."""
+    """`meta` as JSON holds it: as it is when every key is text and every value text or a list
+    of text (nearly every memory's front matter), else rebuilt by `_jsonable`."""
     for key, value in meta.items():
-        if type(key) is not str or type(value) is not str:
+        if type(key) is not str:
+            return _jsonable(meta)  # type: ignore[no-any-return]
+        if type(value) is not str and not (
+            type(value) is list and all(type(item) is str for item in value)  # links, tags
+        ):
             return _jsonable(meta)  # type: ignore[no-any-return]
     return meta
 
