@@ -24,6 +24,7 @@ once: one `log` for the adds, one `log` (and a `diff-tree` of the merges) for al
 from __future__ import annotations
 
 import json
+import logging
 import os
 import posixpath
 import re
@@ -33,6 +34,8 @@ from datetime import datetime
 from pathlib import Path
 
 from reviews.git import GitError, WorkingCopy
+
+logger = logging.getLogger(__name__)
 
 CACHE_NAME = "memoryadmin-history.json"
 CACHE_VERSION = 1
@@ -169,8 +172,11 @@ class History:
             "times": self.times,
         }
         scratch = self._cache.with_name(CACHE_NAME + ".tmp")
-        scratch.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(scratch, self._cache)
+        try:
+            scratch.write_text(json.dumps(data), encoding="utf-8")
+            os.replace(scratch, self._cache)
+        except OSError as exc:  # only the next index's shortcut is lost, never this index
+            logger.warning("history answers of %s not kept: %s", self.copy.lock_name, exc)
 
     # -- added_by ---------------------------------------------------------------------------
 

@@ -355,3 +355,13 @@ def test_links_new_since_the_last_index_are_walked_per_link_when_few_and_togethe
     assert per_link_walks(copy) == 0
     full = [c for c in copy.commands if "--root" in c and not any(a[0] == "^" for a in c)]
     assert len(full) == 1
+
+
+def test_answers_that_cannot_be_kept_cost_the_next_index_a_full_walk_not_this_one(repo, copy):
+    head = repo.commit([], {MEMORIES[0]: "m0", "src/a.py": "v1"})
+    repo.move_main(head)
+    (repo.path / ".git" / f"{CACHE_NAME}.tmp").mkdir()  # the write fails
+    answers(repo, copy)
+    head = repo.commit([head], {MEMORIES[0]: "m0", "src/a.py": "v2"})
+    repo.move_main(head)
+    assert answers(repo, copy).base is None and walked_in_full(copy)
