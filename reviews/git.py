@@ -83,6 +83,8 @@ def git_error(message: str, *, detail: str) -> GitError:
 
 
 MAX_REJECTED_PUSHES = 5
+HISTORY_COMMANDS = frozenset({"log", "rev-list", "diff-tree", "merge-base"})
+LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}  # a path is a path: no glob, no `:(…)` magic
 
 
 def validate_remote_url(url: str, *, allow_local: bool, allow_private: bool = False) -> None:
@@ -363,28 +365,16 @@ class WorkingCopy:
             result[path] = info.split()[2]
         return result
 
-    def added_by(self, folder: str) -> dict[str, tuple[str, str, str, str]]:
-        """path -> (commit, author name, email, date) of the newest commit that added it."""
-        output = self._run(
-            "log",
-            "--diff-filter=A",
-            "--name-only",
-            "--format=%x1e%H%x1f%an%x1f%ae%x1f%aI",
-            "HEAD",
-            "--",
-            folder,
-            mutating=False,
-        )
-        result: dict[str, tuple[str, str, str, str]] = {}
-        for record in output.split("\x1e"):
-            if not record.strip():
-                continue
-            header, _, names = record.partition("\n")
-            sha, name, email, date = header.split("\x1f")
-            for path in names.splitlines():
-                if path and path not in result:
-                    result[path] = (sha, name, email, date)
-        return result
+    def history(
+        self, command: str, *args: str, paths: tuple[str, ...] = (), stdin: bytes | None = None
+    ) -> str:
+        """A read of the commit graph (`reviews.githistory`): only these read-only commands,
+        and `paths` (untrusted: memories' links) as literal pathspecs after `--`, never an
+        option or pathspec magic."""
+        if command not in HISTORY_COMMANDS:
+            raise GitError(f"git {command} is not a history read")
+        tail = ("--", *paths) if paths else ()
+        return self._run(command, *args, *tail, mutating=False, env=LITERAL, stdin=stdin)
 
     def log_grep(self, pattern: str, *, limit: int) -> list[tuple[str, str]]:
         """(commit, author email) of recent commits whose message has a line matching pattern."""
@@ -394,5 +384,7 @@ class WorkingCopy:
         return [tuple(line.split(" ", 1)) for line in output.splitlines() if " " in line]  # type: ignore[misc]
 
     def last_commit_time(self, path: str) -> datetime | None:
-        output = self._run("log", "-1", "--format=%cI", "HEAD", "--", path, mutating=False).strip()
+        """The committer time of the first commit `git log -- path` shows: one walk per path
+        (`reviews.githistory.link_times` answers many at once)."""
+        output = self.history("log", "-1", "--format=%cI", "HEAD", paths=(path,)).strip()
         return datetime.fromisoformat(output) if output else None

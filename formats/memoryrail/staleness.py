@@ -41,17 +41,17 @@ class Stale:
         }
 
 
-def _resolves_outside(root: Path, link: str) -> bool:
+def _resolves_outside(root: Path, link: str, resolved_root: Path | None = None) -> bool:
     try:
         target = (root / link).resolve()
     except (RuntimeError, OSError):  # a symlink loop (RuntimeError before Python 3.13)
         return False  # it resolves nowhere: a stale link, not an escape
-    return not target.is_relative_to(root.resolve())
+    return not target.is_relative_to(resolved_root or root.resolve())
 
 
-def link_escapes(root: Path, link: str) -> bool:
+def link_escapes(root: Path, link: str, resolved_root: Path | None = None) -> bool:
     """The link is absolute, climbs above the root, or resolves outside it through a symlink."""
-    return check_link(link) == LINK_OUTSIDE_REPO or _resolves_outside(root, link)
+    return check_link(link) == LINK_OUTSIDE_REPO or _resolves_outside(root, link, resolved_root)
 
 
 def _exists(path: Path) -> bool:
@@ -65,12 +65,20 @@ def check_staleness(
     memories: Iterable[Memory],
     *,
     root: Path,
-    last_commit_time: Callable[[str], datetime | None],
+    last_commit_time: Callable[[str], datetime | None] | None = None,
+    last_commit_times: Callable[[list[str]], dict[str, datetime | None]] | None = None,
     statuses: tuple[str, ...] = SPEC_STATUSES,
 ) -> list[Stale]:
     """`last_commit_time(link)` gives the time of the last commit touching a path (or None);
-    `statuses`: whose links are checked for `stale-link` and `maybe-stale`."""
-    found: list[Stale] = []
+    `last_commit_times(links)` the same for every link at once (asked once, for the links of
+    checked memories that exist, in the order first met); `statuses`: whose links are checked
+    for `stale-link` and `maybe-stale`."""
+    found: list[Stale | tuple[str, str, datetime | None]] = []
+    # what each distinct link is, found once: memories share links (6,000 memories linking
+    # 1,000 files resolved 12,000 paths, a third of a re-index)
+    resolved_root = root.resolve()
+    escapes: dict[str, bool] = {}
+    exists: dict[str, bool] = {}
     for memory in memories:
         if not memory.links:
             continue  # nearly every memory: nothing to check, not even its timestamp
@@ -79,15 +87,33 @@ def check_staleness(
         for link in memory.links:
             if check_link(link) not in (None, LINK_OUTSIDE_REPO):
                 continue  # an invalid link is a problem of the file, reported by the parser
-            if link_escapes(root, link):
+            if link not in escapes:
+                escapes[link] = link_escapes(root, link, resolved_root)
+            if escapes[link]:
                 found.append(Stale(LINK_OUTSIDE_REPO, memory.id, link, ERROR))
                 continue
             if not checked:
                 continue
-            if not _exists(root / link):
+            if link not in exists:
+                exists[link] = _exists(root / link)
+            if not exists[link]:
                 found.append(Stale("stale-link", memory.id, link, WARNING))
                 continue
-            changed = last_commit_time(link)
-            if changed is not None and updated is not None and changed > updated:
-                found.append(Stale("maybe-stale", memory.id, link, WARNING))
-    return found
+            found.append((memory.id, link, updated))  # decided once the times are known
+    links = list(dict.fromkeys(entry[1] for entry in found if type(entry) is tuple))
+    if last_commit_times is not None:
+        times = last_commit_times(links)
+    elif last_commit_time is not None:
+        times = {link: last_commit_time(link) for link in links}
+    else:
+        raise TypeError("check_staleness needs last_commit_time or last_commit_times")
+    stale: list[Stale] = []
+    for entry in found:
+        if isinstance(entry, Stale):
+            stale.append(entry)
+            continue
+        memory_id, link, updated = entry
+        changed = times.get(link)
+        if changed is not None and updated is not None and changed > updated:
+            stale.append(Stale("maybe-stale", memory_id, link, WARNING))
+    return stale

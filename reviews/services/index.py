@@ -15,6 +15,7 @@ from formats.memoryrail.secrets import secrets_mask_field
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import insert_values, json_loads, stream_rows, update_values
 from reviews.git import WorkingCopy
+from reviews.githistory import History
 from reviews.models import Memory, MemoryStatus, Repository, SyncState
 from reviews.services.routing import assignments_refresh
 from reviews.signals import IndexedMemory, repository_indexed
@@ -50,23 +51,19 @@ def index_read(copy: WorkingCopy, head: str, *, repository: Repository) -> Index
         return snapshot
     snapshot.ambiguous_refs = memoryrail.RefIndex(project.memories).ambiguous()
     blobs = copy.blob_shas(memoryrail.MEMORIES_DIR)
-    added = copy.added_by(memoryrail.MEMORIES_DIR)
-    times: dict[str, datetime | None] = {}
-
-    def last_commit_time(link: str) -> datetime | None:
-        if link not in times:
-            times[link] = copy.last_commit_time(link)
-        return times[link]
-
+    # the history's answers, walked since the last index's head when that gives the same
+    history = History(copy, head, folder=memoryrail.MEMORIES_DIR)
+    added = history.added_by()
     stale_by_id: dict[str, list[dict[str, str]]] = {}
     # Proposals too: the queue's "stale links" filter and the approve guard read this.
     for stale in memoryrail.check_staleness(
         project.memories,
         root=copy.path,
-        last_commit_time=last_commit_time,
+        last_commit_times=history.link_times,
         statuses=memoryrail.REVIEW_STATUSES,
     ):
         stale_by_id.setdefault(stale.id, []).append(stale.as_dict())
+    history.save()
     for memory in project.memories:
         # The bytes read_project parsed, not a second read of the file (which could also have
         # changed in between); splitlines() numbers lines alike with or without \r\n.
@@ -109,10 +106,14 @@ def index_read(copy: WorkingCopy, head: str, *, repository: Repository) -> Index
 
 
 def _jsonable_mapping(meta: dict[str, Any]) -> dict[str, Any]:
-    """`meta` as JSON holds it: as it is when every key and value is text (nearly every memory's
-    front matter), else rebuilt by `_jsonable`."""
+    """`meta` as JSON holds it: as it is when every key is text and every value text or a list
+    of text (nearly every memory's front matter), else rebuilt by `_jsonable`."""
     for key, value in meta.items():
-        if type(key) is not str or type(value) is not str:
+        if type(key) is not str:
+            return _jsonable(meta)  # type: ignore[no-any-return]
+        if type(value) is not str and not (
+            type(value) is list and all(type(item) is str for item in value)  # links, tags
+        ):
             return _jsonable(meta)  # type: ignore[no-any-return]
     return meta
 

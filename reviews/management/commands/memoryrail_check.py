@@ -10,6 +10,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from formats import memoryrail
+from reviews.git import GitError, WorkingCopy
+from reviews.gitenv import Credential
+from reviews.githistory import History
 
 
 def _last_commit_time(root: Path):  # type: ignore[no-untyped-def]
@@ -19,12 +22,41 @@ def _last_commit_time(root: Path):  # type: ignore[no-untyped-def]
             capture_output=True,
             text=True,
             check=False,
-            env={"GIT_TERMINAL_PROMPT": "0", "PATH": "/usr/bin:/bin:/usr/local/bin"},
+            # a link is a path: no glob, no `:(…)` pathspec magic (it comes after "--")
+            env={
+                "GIT_TERMINAL_PROMPT": "0",
+                "GIT_LITERAL_PATHSPECS": "1",
+                "PATH": "/usr/bin:/bin:/usr/local/bin",
+            },
         )
         output = result.stdout.strip()
         return datetime.fromisoformat(output) if result.returncode == 0 and output else None
 
     return last
+
+
+def _last_commit_times(root: Path):  # type: ignore[no-untyped-def]
+    """Every link's time in one walk of the history when `root` is the top of a git working
+    copy (git's paths are then the links' paths); else one `git log` per link."""
+    per_link = _last_commit_time(root)
+
+    def times(links: list[str]) -> dict[str, datetime | None]:
+        if (root / ".git").exists():
+            copy = WorkingCopy(
+                path=root,
+                remote_url="",
+                branch="",
+                credential=Credential(),
+                lock_name="memoryrail-check",
+            )
+            try:
+                head = copy.rev_parse("HEAD")
+                return History(copy, head, folder=memoryrail.MEMORIES_DIR).link_times(links)
+            except GitError:
+                pass  # no commit yet, or not what it seemed: ask per link
+        return {link: per_link(link) for link in links}
+
+    return times
 
 
 def check(path: Path) -> dict:
@@ -39,7 +71,7 @@ def check(path: Path) -> dict:
             text = file.read_bytes().decode("utf-8", errors="replace")
             secrets += memoryrail.scan_text(text, path=f"{memoryrail.MEMORIES_DIR}/{file.name}")
     stale = memoryrail.check_staleness(
-        project.memories, root=root, last_commit_time=_last_commit_time(root)
+        project.memories, root=root, last_commit_times=_last_commit_times(root)
     )
     ambiguous = memoryrail.RefIndex(project.memories).ambiguous()
     problems = list(project.problems)
