@@ -39,6 +39,21 @@ CASES = {
     "nested provenance": _item(provenance={"ref": "r", "approvals": [{"by": "x", "n": 1.5}]}),
     "nan in provenance": _item(provenance={"ref": "r", "score": float("nan")}),
     "nul in provenance": _item(provenance={"ref": "r\x00"}),
+    # tags and provenance are checked as one joined text (round 8): what joining may hide
+    "halves of a pair in two tags": _item(tags=["a\ud83d", "\ude00b"]),
+    "a pair's halves across a tag and a key": _item(
+        tags=["x\ud83d"], provenance={"\ude00": "v", "ref": "r"}
+    ),
+    "surrogate in a provenance key": _item(provenance={"k\udc80": "v"}),
+    "surrogate in a provenance value": _item(provenance={"ref": "r", "source": "s\udfff"}),
+    "nul in a provenance key": _item(provenance={"k\x00": "v"}),
+    "nul in the last tag": _item(tags=["a", "b\x00"]),
+    "a newline in a tag": _item(tags=["a\nb"]),
+    "non-ascii everywhere": _item(tags=["ü", "日本"], provenance={"ß": "é", "ref": "€"}),
+    "a non-string tag": _item(tags=["a", 3]),
+    "a non-string provenance key": _item(provenance={1: "v"}),
+    "empty tags and provenance": _item(tags=[], provenance={}),
+    "provenance not a dict": _item(provenance=["ref"]),
 }
 
 

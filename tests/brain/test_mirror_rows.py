@@ -1,5 +1,5 @@
-"""The mirror's rows built with less Python per row: the same values stored, the same items
-accepted and refused (round 8, cold refresh)."""
+"""The mirror's rows built with less Python per row: the same values stored (round 8, cold
+refresh; what the joined check of tags and provenance accepts is in test_mirror_parse)."""
 
 from __future__ import annotations
 
@@ -8,76 +8,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bundles.mirrored import PROVENANCE_KEY, Mirrored, MirrorResult, parse_wanted
 from bundles.models import Chunk, ChunkOrigin
-from formats import memoryai as protocol
 from memoryadmin.bulk import insert_values
 
 WHEN = datetime(2026, 3, 4, 5, 6, 7, 123456, tzinfo=UTC)
-
-
-# -- parse_wanted: tags and provenance checked as one joined text ------------------------------
-
-
-def _item(**changes) -> Mirrored:  # type: ignore[no-untyped-def]
-    values = {
-        "ref": "source:1:r1",
-        "content": "Title\n\nBody ü",
-        "memory_type": "fact",
-        "tags": ["a", "b"],
-        "zone": "standard",
-        "is_pinned": False,
-        "provenance": {"origin": "source", "ref": "source:1:r1", "source_id": 1},
-    }
-    return Mirrored(**{**values, **changes})
-
-
-JOINED = {
-    "halves of a pair in two tags": _item(tags=["a\ud83d", "\ude00b"]),
-    "a pair's halves across a tag and a key": _item(
-        tags=["x\ud83d"], provenance={"\ude00": "v", "ref": "r"}
-    ),
-    "surrogate in a provenance key": _item(provenance={"k\udc80": "v"}),
-    "surrogate in a provenance value": _item(provenance={"ref": "r", "source": "s\udfff"}),
-    "nul in a provenance key": _item(provenance={"k\x00": "v"}),
-    "nul in the last tag": _item(tags=["a", "b\x00"]),
-    "a newline in a tag": _item(tags=["a\nb"]),
-    "non-ascii everywhere": _item(tags=["ü", "日本"], provenance={"ß": "é", "ref": "€"}),
-    "a non-string tag": _item(tags=["a", 3]),
-    "a non-string provenance key": _item(provenance={1: "v"}),
-    "empty tags and provenance": _item(tags=[], provenance={}),
-    "provenance not a dict": _item(provenance=["ref"]),
-}
-
-
-@pytest.mark.parametrize("name", JOINED)
-def test_the_joined_check_accepts_and_refuses_what_validate_chunk_does(name):  # type: ignore[no-untyped-def]
-    item = JOINED[name]
-    try:
-        expected = protocol.validate_chunk(
-            {
-                "content": item.content,
-                "memory_type": item.memory_type,
-                "tags": item.tags,
-                "zone": item.zone,
-                "is_pinned": item.is_pinned,
-                "metadata": {PROVENANCE_KEY: item.provenance},
-            },
-            embedding_dim=0,
-            path=item.ref,
-        )
-        error = None
-    except protocol.BundleError as exc:
-        expected, error = None, exc.code
-    result = MirrorResult()
-    parsed = parse_wanted("source:1", [item], result)
-    if error is not None:
-        assert parsed == {}
-        assert result.skipped == [f"{item.ref}: {error}"]
-        return
-    assert result.skipped == []
-    assert parsed[item.ref].content_hash == expected.content_hash
-    assert parsed[item.ref].metadata == expected.metadata
 
 
 # -- insert_values: the row plan -----------------------------------------------------------------
