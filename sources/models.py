@@ -10,6 +10,10 @@ from django.utils import timezone
 
 from memoryadmin.models import Team
 
+# the records whose state time can change: an expiry, or a replacement (whose target's state
+# the selection decides together with the replacement's own)
+TIMED = models.Q(expires__isnull=False) | ~models.Q(supersedes=[])
+
 
 class SourceKind(models.TextChoices):
     LOCAL = "local", "Local directory"
@@ -173,6 +177,9 @@ class Record(models.Model):
             # The source page walks a snapshot's active records in record_id order, a page at
             # a time, instead of sorting all of them per request.
             models.Index(fields=["snapshot", "active", "record_id"], name="record_snapshot_page"),
+            # An unchanged refresh re-selects only the records time can move (snapshot_keep):
+            # without this it visited every record of the snapshot (~8 ms at 10k).
+            models.Index(fields=["snapshot"], condition=TIMED, name="record_snapshot_timed"),
         ]
 
     def __str__(self) -> str:

@@ -10,14 +10,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Q
-
 from formats import openmemories as om
 from memoryadmin.batching import for_batches
 from memoryadmin.bulk import bulk_insert, insert_values, json_loads, stream_rows
 from sources.fetchers import Validator
 from sources.fetchers.read import ReadRecord, ReadResult, SelectionKey
-from sources.models import HttpValidator, Problem, Record, Rejection, Snapshot, Source
+from sources.models import TIMED, HttpValidator, Problem, Record, Rejection, Snapshot, Source
 
 INSERT_BATCH = 500
 RECORD_BATCH = 2000  # records stored per statement (COPY) by a new snapshot
@@ -298,11 +296,6 @@ def snapshot_touch(
     snapshot.raw_digest, snapshot.raw_entries = raw
     snapshot.save(update_fields=["retrieved_at", "active_count", "raw_digest", "raw_entries"])
     return flipped
-
-
-# the records whose state time can change: an expiry, or a replacement (whose target's state
-# the selection decides together with the replacement's own)
-TIMED = Q(expires__isnull=False) | ~Q(supersedes=[])
 
 
 def snapshot_keep(

@@ -9,6 +9,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from memoryadmin.audit import Actor, audit_record
@@ -51,10 +52,9 @@ def local_overlap(*, team: Team, folder: str) -> bool:
         return False
     parts = folder.rstrip("/").split("/")
     around = ["/".join(parts[:index]) or "/" for index in range(1, len(parts) + 1)]
+    inside = folder.rstrip("/") + "/"
     others = Source.objects.filter(kind=SourceKind.LOCAL).exclude(team=team)
-    return others.filter(identity__in=around).exists() or (
-        others.filter(identity__startswith=folder.rstrip("/") + "/").exists()
-    )
+    return others.filter(Q(identity__in=around) | Q(identity__startswith=inside)).exists()
 
 
 def _local_identity(*, actor: Actor, team: Team, identity: str) -> str:
