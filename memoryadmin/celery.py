@@ -77,6 +77,20 @@ def _heartbeat_signals() -> None:
 _heartbeat_signals()
 
 
+def _freeze_signals() -> None:
+    """A worker freezes what start-up made (memoryadmin/process.py): a prefork child once
+    forked, the main process once ready (the solo pool runs tasks there)."""
+    from celery.signals import worker_process_init, worker_ready
+
+    from memoryadmin.process import freeze_startup_objects
+
+    worker_process_init.connect(freeze_startup_objects, weak=False)
+    worker_ready.connect(freeze_startup_objects, weak=False)
+
+
+_freeze_signals()
+
+
 @app.task(name="memoryadmin.ping")
 def ping(value: str) -> str:
     """Round trip used by tests and the health check: returns what it was given."""

@@ -70,6 +70,10 @@ def main(argv: list[str]) -> int:
     import django
 
     django.setup()
+    # as a worker and a web process do once started (memoryadmin/process.py)
+    from memoryadmin.process import freeze_startup_objects
+
+    freeze_startup_objects()
     probe = Probe()
     extra = STEPS[name](json.loads(raw), probe)
     result = {
