@@ -183,6 +183,7 @@ def snapshot_create(
         "fingerprint": fingerprint,
         "raw_digest": result.raw_digest,
         "raw_entries": result.raw_entries,
+        "raw_stats": result.raw_stats,
         "record_count": len(result.records),
         "active_count": len(selection.active),
         "rejected_count": len(result.rejections),
@@ -282,19 +283,21 @@ def snapshot_touch(
     rows: dict[str, StoredRecord],
     selection: om.Selection,
     now: datetime,
-    raw: tuple[str, bytes],
+    raw: tuple[str, bytes, bytes],
 ) -> bool:
     """Same bytes as before: stamp the snapshot's retrieval time (records read theirs from
     it) and re-apply expiry to the records it flips. True when some record flipped. The raw
-    digest and entries (`raw`) are stored again: a snapshot from before they existed (or
-    from another reader version) takes the raw check's short way from the next refresh on."""
+    digest, entries and files' stats (`raw`) are stored again: a snapshot from before they
+    existed (or from another reader version) takes the raw check's short way from the next
+    refresh on."""
     flipped = _flip(
         selection, ((r.pk, r.record_id, r.active, r.inactive_reason) for r in rows.values())
     )
     snapshot.retrieved_at = now
     snapshot.active_count = len(selection.active)
-    snapshot.raw_digest, snapshot.raw_entries = raw
-    snapshot.save(update_fields=["retrieved_at", "active_count", "raw_digest", "raw_entries"])
+    snapshot.raw_digest, snapshot.raw_entries, snapshot.raw_stats = raw
+    fields = ["retrieved_at", "active_count", "raw_digest", "raw_entries", "raw_stats"]
+    snapshot.save(update_fields=fields)
     return flipped
 
 
@@ -334,13 +337,3 @@ def snapshot_keep(
         fields.append("raw_stats")
     snapshot.save(update_fields=fields)
     return flipped
-
-
-def snapshot_stats_keep(*, source_id: int, raw_digest: str, stats: bytes) -> bool:
-    """Keep the record files' stats as a full read found them (`raw.stats_pack`) on the
-    source's current snapshot, if it is still the one of that read (`raw_digest`). A cache
-    of what each file's bytes hashed to, so it may be written after the swap: without it the
-    next raw check reads every file once, as before. True when stored."""
-    current = Source.objects.filter(pk=source_id).values("current_snapshot")
-    kept = Snapshot.objects.filter(pk__in=current, raw_digest=raw_digest)
-    return kept.update(raw_stats=stats) == 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from formats import openmemories as om
 from sources.fetchers import Fetcher, LocationError, SourceError, Validator
-from sources.fetchers.raw import RawDigest, entries_pack
+from sources.fetchers.raw import RawDigest, entries_pack, stats_pack
 from sources.fetchers.spool import ByteSpool
 
 # ----------------------------------------------------------------------------- locations
@@ -175,6 +175,7 @@ class ReadResult:
     # what decides, from raw bytes alone, that the next read is unchanged (sources.fetchers.raw)
     raw_digest: str = ""
     raw_entries: bytes = b""  # the accepted entries, for the next raw check (entries_pack)
+    raw_stats: bytes = b""  # a local read's record files' stats, for it too (stats_pack)
 
     def fingerprint(self) -> str:
         """Equal fingerprints mean an identical snapshot (same manifest and record bytes): the
@@ -336,4 +337,15 @@ def read_source(
         digest=digest,
         raw_digest=raw.hexdigest(),
         raw_entries=entries_pack(manifest.entries),
+        raw_stats=_stats(fetcher, manifest_body, manifest.entries),
     )
+
+
+def _stats(fetcher: Fetcher, manifest_body: bytes, entries: Sequence[om.Entry]) -> bytes:
+    """The stats a local fetcher kept of the files it read (LocalFetcher.stats), packed for
+    the snapshot; b"" for a transport that keeps none or a policy that trusts none."""
+    stats = getattr(fetcher, "stats", None)
+    if not stats or not fetcher.policy.trust_stat:  # type: ignore[attr-defined]
+        return b""
+    paths = [entry.path for entry in entries]
+    return stats_pack(om.content_hash(manifest_body), paths, stats)

@@ -11,7 +11,6 @@ from django.conf import settings
 from django.db import OperationalError, transaction
 from django.utils import timezone
 
-from formats import openmemories as om
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.locks import named_lock
 from sources import fetchers
@@ -19,13 +18,10 @@ from sources.credentials import scrub, source_credential
 from sources.fetchers.factory import make_fetcher
 from sources.fetchers.local import LocalFetcher
 from sources.fetchers.raw import (
-    FileStat,
     Known,
     RawCheck,
     Replay,
-    entries_unpack,
     raw_check,
-    stats_pack,
 )
 from sources.fetchers.read import ReadResult, read_source
 from sources.models import RefreshRun, RunStatus, Snapshot, Source, SourceKind, SourceState
@@ -41,7 +37,6 @@ from sources.snapshots import (
     StoredRecord,
     StoredRecords,
     previous_rows,
-    snapshot_stats_keep,
     stored_validators,
 )
 
@@ -133,7 +128,7 @@ def _refresh(*, source_id: int, run_id: int | None, trigger: str) -> RefreshRun:
     credential = fetchers.Credential()
     try:
         credential = source_credential(source)
-        read, rows, stored, stats = _read(source, credential, started)
+        read, rows, stored = _read(source, credential, started)
     except Exception as exc:
         return _read_failed(source, run, exc, credential, started, clock)
     try:
@@ -141,11 +136,9 @@ def _refresh(*, source_id: int, run_id: int | None, trigger: str) -> RefreshRun:
             return refresh_unchanged(source.pk, run.pk, read, stored, started, clock)
         if isinstance(read, StreamedRead):
             try:
-                done, result = refresh_streamed(source.pk, run.pk, read, rows, started, clock)
+                done, _ = refresh_streamed(source.pk, run.pk, read, rows, started, clock)
             except ReadFailed as failed:
                 return _read_failed(source, run, failed.error, credential, started, clock)
-            if stats is not None:
-                _stats_keep(source.pk, result, stats)
             return done
         read.drop_entries()
         return refresh_succeeded(source.pk, run.pk, read, rows, started, clock)
@@ -184,24 +177,10 @@ def _read_failed(
     return refresh_failed(source.pk, run.pk, "read-failed", message, "stale", started, clock)
 
 
-def _stats_keep(source_id: int, result: ReadResult, stats: dict[str, FileStat]) -> None:
-    """After a local source's full read was stored: its files' stats, for the next raw check
-    (a cache: failing to store them only costs that check a read of every file)."""
-    try:
-        paths = [path for _, path in entries_unpack(result.raw_entries)]
-        packed = stats_pack(om.content_hash(result.manifest_body), paths, stats)
-        snapshot_stats_keep(source_id=source_id, raw_digest=result.raw_digest, stats=packed)
-    except Exception:
-        logger.warning("source %s: keeping the files' stats failed", source_id, exc_info=True)
-
-
 def _read(
     source: Source, credential: fetchers.Credential, started: datetime
 ) -> tuple[
-    ReadResult | RawCheck | StreamedRead,
-    dict[str, StoredRecord],
-    dict[str, fetchers.Validator],
-    dict[str, FileStat] | None,
+    ReadResult | RawCheck | StreamedRead, dict[str, StoredRecord], dict[str, fetchers.Validator]
 ]:
     """Read the source, outside any transaction. First the raw check (sources.fetchers.raw):
     when its digest is the current snapshot's, the same bytes were read under the same rules
@@ -209,24 +188,23 @@ def _read(
     read, reusing the last snapshot's records by hash (an HTTPS check's answers are replayed,
     not fetched again); a local source's full read is returned unstarted, to be streamed into
     the swap (refresh_stream). Returns the read, the last snapshot's rows, the stored
-    validators, and the stats a local read keeps of its files (filled as it reads)."""
+    validators."""
     snapshot = source.current_snapshot
     stored = stored_validators(source) if source.kind == SourceKind.HTTPS else {}
     fetcher: fetchers.Fetcher | None = make_fetcher(
         source.kind, source.identity, policy=fetchers.policy_from_settings(), credential=credential
     )
-    local = isinstance(fetcher, LocalFetcher)
-    stats = fetcher.stats if local and fetcher.policy.trust_stat else None
+    trusting = isinstance(fetcher, LocalFetcher) and fetcher.policy.trust_stat
     try:
         if isinstance(fetcher, LocalFetcher):
             _local_check(source, fetcher)
-        known = _known(snapshot, stats is not None)
+        known = _known(snapshot, trusting)
         manifest = (known.manifest or None) if known is not None else None
         if snapshot is not None and known is not None and snapshot.raw_digest:
             keep = source.kind == SourceKind.HTTPS  # a local file is cheaper read again
             check = raw_check(fetcher, known=known, validators=stored, keep=keep)
             if check.digest == snapshot.raw_digest:
-                return check, {}, stored, None
+                return check, {}, stored
             if keep:
                 fetcher = Replay(fetcher, check)
             else:
@@ -238,7 +216,7 @@ def _read(
                 fetcher, now=started, previous_records=previous, previous_manifest=manifest
             )
             fetcher = None  # the stream's now: it closes the fetcher when its read ends
-            return streamed, rows, stored, stats
+            return streamed, rows, stored
         result = read_source(
             fetcher,
             now=started,
@@ -246,7 +224,7 @@ def _read(
             previous_manifest=manifest,
             validators=stored,
         )
-        return result, rows, stored, None
+        return result, rows, stored
     finally:
         if fetcher is not None:
             fetcher.close()

@@ -183,7 +183,11 @@ def refresh_succeeded(
     else:
         snapshot = current
         flipped = snapshot_touch(
-            snapshot, rows, selection, now, (result.raw_digest, result.raw_entries)
+            snapshot,
+            rows,
+            selection,
+            now,
+            (result.raw_digest, result.raw_entries, result.raw_stats),
         )
     if source.kind == SourceKind.HTTPS:
         validators_store(source, result.validators)
