@@ -7,8 +7,9 @@ linking one of 1,000 source files) whose history has that many commits (made wit
 900 of the linked files untouched since the first commit), indexes it cold, adds one commit
 upstream (a hot file changed, a new proposal) and indexes again. Each index runs in a fresh
 process and reports its wall time and its CPU: the process, its git children and its
-PostgreSQL backend. `--code DIR` runs the steps against another checkout (a base worktree),
-so base and branch are measured by the same script.
+PostgreSQL backend (the bench's `Probe`; `BENCH_PROFILE=DIR` profiles each index). `--code
+DIR` runs the steps against another checkout (a base worktree from round 8 on, whose Probe
+splits its CPU), so base and branch are measured by the same script.
 """
 
 from __future__ import annotations
@@ -114,17 +115,11 @@ WATCHED = [
 # -- the measured step (a fresh process, run with the code under test on its path) ---------
 
 
-def _ticks(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def step(args: dict[str, Any]) -> dict[str, Any]:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
     import django
 
     django.setup()
-    from django.db import connection
 
     from reviews.models import Memory, Repository
     from reviews.services.repositories import repository_sync
@@ -161,26 +156,12 @@ def step(args: dict[str, Any]) -> dict[str, Any]:
                 calls[__label] = calls.get(__label, 0) + 1
 
         setattr(owner, name, timed)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        backend = cursor.fetchone()[0]
+    from bench.steps.measure import Probe
     from bench.steps.sources import embedding_deferred
 
-    with embedding_deferred():  # as the review step: a worker embeds afterwards
-        before, backend_before = os.times(), _ticks(backend)
-        started = time.perf_counter()
-        profile = os.environ.get("HISTORY_PROFILE")  # a folder: cProfile each index into it
-        if profile:
-            import cProfile
-
-            profiler = cProfile.Profile()
-            repository = profiler.runcall(repository_sync, repository_id=args["repository_id"])
-            Path(profile).mkdir(parents=True, exist_ok=True)
-            profiler.dump_stats(f"{profile}/index-{os.getpid()}.prof")
-        else:
-            repository = repository_sync(repository_id=args["repository_id"])
-        wall = time.perf_counter() - started
-        after, backend_after = os.times(), _ticks(backend)
+    probe = Probe()  # BENCH_PROFILE=DIR: a call tree of each index
+    with embedding_deferred(), probe():  # as the review step: a worker embeds afterwards
+        repository = repository_sync(repository_id=args["repository_id"])
     if not repository.last_sync_ok:
         raise RuntimeError(f"sync failed: {repository.last_error}")
     import hashlib
@@ -190,13 +171,8 @@ def step(args: dict[str, Any]) -> dict[str, Any]:
     digest = hashlib.sha256(repr(list(rows.values_list(*fields))).encode()).hexdigest()[:12]
     return {
         "digest": digest,
-        "wall": wall,
-        "process": after.user + after.system - before.user - before.system,
-        "git": after.children_user
-        + after.children_system
-        - before.children_user
-        - before.children_system,
-        "backend": backend_after - backend_before,
+        "wall": probe.seconds,
+        **dict(zip(("process", "git", "backend"), probe.cpu_parts, strict=True)),
         "memories": Memory.objects.filter(repository=repository).count(),
         "stale": Memory.objects.filter(repository=repository, is_stale=True).count(),
         "spent": spent,

@@ -98,11 +98,11 @@ def _backends() -> dict[int, int] | None:
     return {pid: value for pid, value in ticks.items() if value is not None} or None
 
 
-def _own_cpu() -> float:
+def _own_cpu() -> tuple[float, float]:
     """This process's CPU (all threads) and its waited children's, at microsecond resolution
     (os.times counts clock ticks: 10 ms)."""
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.process_time() + children.ru_utime + children.ru_stime
+    return time.process_time(), children.ru_utime + children.ru_stime
 
 
 def _backends_spent(before: dict[int, int] | None) -> float:
@@ -126,6 +126,8 @@ class Probe:
         self.seconds = 0.0
         self.rss_growth_mb = 0.0
         self.cpu_seconds: float | None = None
+        # its parts: (the process, the children it waited for, its PostgreSQL backends)
+        self.cpu_parts: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     @contextmanager
     def __call__(self) -> Iterator[None]:
@@ -142,8 +144,9 @@ class Probe:
         start = time.perf_counter()
         yield
         self.seconds = time.perf_counter() - start
-        own = _own_cpu() - own
-        self.cpu_seconds = own + _backends_spent(backends)
+        process, children = (now - then for now, then in zip(_own_cpu(), own, strict=True))
+        self.cpu_parts = (process, children, _backends_spent(backends))
+        self.cpu_seconds = sum(self.cpu_parts)
         if profiler is not None:
             profiler.stop()
             _write_profile(profiler)
