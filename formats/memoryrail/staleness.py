@@ -65,14 +65,12 @@ def check_staleness(
     memories: Iterable[Memory],
     *,
     root: Path,
-    last_commit_time: Callable[[str], datetime | None] | None = None,
-    last_commit_times: Callable[[list[str]], dict[str, datetime | None]] | None = None,
+    last_commit_times: Callable[[list[str]], dict[str, datetime | None]],
     statuses: tuple[str, ...] = SPEC_STATUSES,
 ) -> list[Stale]:
-    """`last_commit_time(link)` gives the time of the last commit touching a path (or None);
-    `last_commit_times(links)` the same for every link at once (asked once, for the links of
-    checked memories that exist, in the order first met); `statuses`: whose links are checked
-    for `stale-link` and `maybe-stale`."""
+    """`last_commit_times(links)` gives the time of the last commit touching each path (or
+    None), asked once, for the links of checked memories that exist, in the order first met;
+    `statuses`: whose links are checked for `stale-link` and `maybe-stale`."""
     found: list[Stale | tuple[str, str, datetime | None]] = []
     # what each distinct link is, found once: memories share links (6,000 memories linking
     # 1,000 files resolved 12,000 paths, a third of a re-index)
@@ -101,12 +99,7 @@ def check_staleness(
                 continue
             found.append((memory.id, link, updated))  # decided once the times are known
     links = list(dict.fromkeys(entry[1] for entry in found if type(entry) is tuple))
-    if last_commit_times is not None:
-        times = last_commit_times(links)
-    elif last_commit_time is not None:
-        times = {link: last_commit_time(link) for link in links}
-    else:
-        raise TypeError("check_staleness needs last_commit_time or last_commit_times")
+    times = last_commit_times(links)
     stale: list[Stale] = []
     for entry in found:
         if isinstance(entry, Stale):

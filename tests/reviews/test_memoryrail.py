@@ -277,14 +277,18 @@ def test_it_checks_staleness_per_spec(tmp_path):
         memory_text("20260101-x", links=["src", "gone"]), path=".memoryrail/memories/20260101-x.md"
     )
     stale = memoryrail.check_staleness(
-        [memory], root=tmp_path, last_commit_time=lambda link: datetime(2027, 1, 1, tzinfo=UTC)
+        [memory],
+        root=tmp_path,
+        last_commit_times=lambda links: dict.fromkeys(links, datetime(2027, 1, 1, tzinfo=UTC)),
     )
     assert [(s.code, s.link) for s in stale] == [("maybe-stale", "src"), ("stale-link", "gone")]
     (tmp_path / "escape").symlink_to("/etc")
     memory, _ = memoryrail.parse_memory(
         memory_text("20260101-x", links=["escape"]), path=".memoryrail/memories/20260101-x.md"
     )
-    stale = memoryrail.check_staleness([memory], root=tmp_path, last_commit_time=lambda _: None)
+    stale = memoryrail.check_staleness(
+        [memory], root=tmp_path, last_commit_times=lambda links: dict.fromkeys(links)
+    )
     assert [s.code for s in stale] == ["link-outside-repo"]
 
 
@@ -298,7 +302,9 @@ def test_it_keeps_a_memory_whose_link_escapes_and_reports_it_as_a_staleness_erro
         )
         assert problems == [] and memory is not None
         memories.append(memory)
-    stale = memoryrail.check_staleness(memories, root=tmp_path, last_commit_time=lambda _: None)
+    stale = memoryrail.check_staleness(
+        memories, root=tmp_path, last_commit_times=lambda links: dict.fromkeys(links)
+    )
     got = {(s.code, s.id.removeprefix("20260101-"), s.link, s.level) for s in stale}
     outside = {
         ("link-outside-repo", st, link, "error")
@@ -309,7 +315,7 @@ def test_it_keeps_a_memory_whose_link_escapes_and_reports_it_as_a_staleness_erro
     stale = memoryrail.check_staleness(
         memories,
         root=tmp_path,
-        last_commit_time=lambda _: None,
+        last_commit_times=lambda links: dict.fromkeys(links),
         statuses=memoryrail.REVIEW_STATUSES,
     )
     assert ("stale-link", "20260101-proposed", "gone") in {(s.code, s.id, s.link) for s in stale}

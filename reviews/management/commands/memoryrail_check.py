@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from datetime import datetime
 from pathlib import Path
 
@@ -15,46 +14,28 @@ from reviews.gitenv import Credential
 from reviews.githistory import History
 
 
-def _last_commit_time(root: Path):  # type: ignore[no-untyped-def]
-    def last(link: str) -> datetime | None:
-        result = subprocess.run(
-            ["git", "-C", str(root), "log", "-1", "--format=%cI", "--", link],
-            capture_output=True,
-            text=True,
-            check=False,
-            # a link is a path: no glob, no `:(…)` pathspec magic (it comes after "--")
-            env={
-                "GIT_TERMINAL_PROMPT": "0",
-                "GIT_LITERAL_PATHSPECS": "1",
-                "PATH": "/usr/bin:/bin:/usr/local/bin",
-            },
-        )
-        output = result.stdout.strip()
-        return datetime.fromisoformat(output) if result.returncode == 0 and output else None
-
-    return last
-
-
 def _last_commit_times(root: Path):  # type: ignore[no-untyped-def]
     """Every link's time in one walk of the history when `root` is the top of a git working
-    copy (git's paths are then the links' paths); else one `git log` per link."""
-    per_link = _last_commit_time(root)
+    copy (git's paths are then the links' paths); else one `git log` per link (None where
+    git has no answer: no repository, no commit yet)."""
+    copy = WorkingCopy(
+        path=root, remote_url="", branch="", credential=Credential(), lock_name="memoryrail-check"
+    )
+
+    def last(link: str) -> datetime | None:
+        try:
+            return copy.last_commit_time(link)
+        except GitError:
+            return None
 
     def times(links: list[str]) -> dict[str, datetime | None]:
         if (root / ".git").exists():
-            copy = WorkingCopy(
-                path=root,
-                remote_url="",
-                branch="",
-                credential=Credential(),
-                lock_name="memoryrail-check",
-            )
             try:
                 head = copy.rev_parse("HEAD")
                 return History(copy, head, folder=memoryrail.MEMORIES_DIR).link_times(links)
             except GitError:
                 pass  # no commit yet, or not what it seemed: ask per link
-        return {link: per_link(link) for link in links}
+        return {link: last(link) for link in links}
 
     return times
 
