@@ -12,6 +12,11 @@ os.environ.setdefault("MEMORYADMIN_LOGIN_RATE", "100000/m")
 os.environ.setdefault("MEMORYADMIN_TOKEN_FAILURE_RATE", "100000/m")
 os.environ.setdefault("MEMORYADMIN_REPOSITORY_ALLOW_LOCAL_REMOTES", "true")
 os.environ.setdefault("MEMORYADMIN_CELERY_QUEUE", f"memoryadmin-bench-{os.getpid()}")
+# The bench's largest sources (100k records in a full run, more with --records) are over the
+# defaults a server refuses a manifest past (20,000 entries, 4 MiB): an administrator who
+# approves such a source raises them the same way.
+os.environ.setdefault("MEMORYADMIN_SOURCE_MAX_ENTRIES", "2000000")
+os.environ.setdefault("MEMORYADMIN_SOURCE_MAX_MANIFEST_BYTES", str(1 << 30))
 
 from memoryadmin.settings import *  # noqa: F403
 
