@@ -139,6 +139,33 @@ def _link_memories(origins: dict[int, dict[str, Any]]) -> None:
         origin["memory_pk"] = pks.get((origin.get("repository_id"), origin.get("memory_id")))
 
 
+# What the hints and the text beside them read of a proposal (reviews.models.Memory).
+HINT_FIELDS = (
+    "team_id",
+    "repository_id",
+    "memory_id",
+    "ref",
+    "status",
+    "blob_sha",
+    "title",
+    "body",
+    "secret_findings",
+)
+
+
+def with_hint_fields(memories: list[Any]) -> list[Any]:
+    """`memories` with HINT_FIELDS loaded: as they are when none is deferred, else read again
+    in one query, in the same order. A page's rows load only what its list shows
+    (reviews.selectors.QUEUE_FIELDS), and reading a deferred field is a query per row: the
+    queue's 50 rows cost 50 queries for `team_id` alone."""
+    if not memories or not embedding_model.available():
+        return memories
+    if not any(set(HINT_FIELDS) & memory.get_deferred_fields() for memory in memories):
+        return memories
+    loaded = type(memories[0]).objects.only(*HINT_FIELDS).in_bulk([m.pk for m in memories])
+    return [loaded[memory.pk] for memory in memories if memory.pk in loaded]
+
+
 def proposal_hints(memories: Iterable[Any]) -> dict[int, list[Similar] | None]:
     """Memory pk -> hints for MemoryRail proposals (reviews.models.Memory), one batch; None
     while the worker has not embedded the proposal as it is now (the page says the similar

@@ -8,7 +8,7 @@ from typing import Any
 
 from django import template
 
-from bundles.embeddings.similar import proposal_hints
+from bundles.embeddings.similar import proposal_hints, with_hint_fields
 from bundles.secrets import mask_secrets
 from formats.crosswalk import chunk_content
 
@@ -23,6 +23,7 @@ def similar_hints(memories: Any) -> dict[str, list[Any]]:
         return {"entries": [], "pending": []}
     items = [memories] if hasattr(memories, "memory_id") else list(memories)
     proposals = [m for m in items if getattr(m, "status", "") == "proposed"]
+    proposals = with_hint_fields(proposals)
     hints = proposal_hints(proposals)
     return {
         "entries": [

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from bundles.embeddings import model as embedding_model
 from bundles.embeddings.lifecycle import brain_embed
@@ -93,6 +95,39 @@ def test_the_queue_shows_hints_for_the_proposals_of_its_page(
     assert "Similar active memories" in page
     shown = set(re.findall(r'data-proposal="(\d+)"', page))
     assert shown == {str(proposals["20260402-upload-timeouts"].pk)}
+
+
+def test_the_queue_reads_the_hints_of_a_page_in_queries_that_do_not_grow_with_it(
+    proposals, client, reviewer_user, team, repository, remote, django_capture_on_commit_callbacks
+):
+    """The queue's rows load only what its list shows: the hints read what they need of the
+    page's proposals once, not a deferred field per row."""
+    client.force_login(reviewer_user)
+    url = f"/t/{team.slug}/reviews/"
+    client.get(url)  # warm the session and role caches
+
+    def counted() -> tuple[int, str]:
+        with CaptureQueriesContext(connection) as queries:
+            page = client.get(url).content.decode()
+        return len(queries), page
+
+    few, page = counted()
+    assert "possible duplicate" in page
+    more = {
+        f"20260410-upload-split-{n}": dict(
+            type="gotcha",
+            title=f"Uploads over 50 MB must be split into parts, case {n}",
+            status="proposed",
+            body=f"Split large uploads into parts of at most 50 MB ({n}).\n",
+        )
+        for n in range(6)
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        add_memories(remote, repository, more)
+    brain_embed(team_id=team.pk)
+    many, page = counted()
+    assert len(set(re.findall(r'data-proposal="(\d+)"', page))) > 2  # the new ones have hints
+    assert many <= few + 1, (few, many)
 
 
 def test_without_semantic_search_the_pages_show_no_hints(
