@@ -277,13 +277,16 @@ class WorkingCopy:
         finally:
             message_file.unlink(missing_ok=True)
 
-    def push(self, source: str = "HEAD") -> None:
-        """Push `source` (a commit) to the branch, never forced; PushRejected when the remote
-        moved."""
+    def push(self, source: str = "HEAD", *, onto: str = "") -> None:
+        """Push `source` to the branch, never forced; PushRejected when the remote moved. With
+        `onto` (its parent) it lands only while the remote holds that very commit: a lease
+        that can only ever replace the commit's own parent."""
         if not self.lock_held:
             raise LockNotHeld("push needs the lock")
+        lease = (f"--force-with-lease=refs/heads/{self.branch}:{onto}",) if onto else ()
+        refspec = f"{source}:refs/heads/{self.branch}"
         try:
-            self._run_network("push", "--porcelain", "origin", f"{source}:refs/heads/{self.branch}")
+            self._run_network("push", "--porcelain", *lease, "origin", refspec)
         except GitError as exc:
             if re.search(r"fetch first|non-fast-forward|stale info|\[rejected\]", exc.message):
                 raise PushRejected(exc.message, kind="rejected") from None
@@ -298,9 +301,8 @@ class WorkingCopy:
         author: tuple[str, str],
         committer: tuple[str, str],
     ) -> str:
-        """A commit of `changes` (path -> (mode, bytes); None removes) on `parent` made by one
-        `git fast-import` from objects alone: the index and the files are not touched.
-        (`--force` lets it replace the last commit of its own scratch ref, nothing else.)"""
+        """A commit of `changes` (path -> (mode, bytes); None removes) on `parent`, made from
+        objects by one `fast-import` (`--force`: of its own scratch ref); no file is touched."""
         if not self.lock_held:
             raise LockNotHeld("commit needs the lock")
         try:
@@ -322,26 +324,26 @@ class WorkingCopy:
     ) -> str | None:
         """Sync, `write` the files (False: nothing to commit), commit them, push (push_loop)."""
 
-        def attempt() -> str:
+        def attempt() -> tuple[str, str]:
             self.sync()
             if not write(self):
-                return ""
-            return self.commit(message=message(), author=author, committer=committer)
+                return "", ""
+            return self.commit(message=message(), author=author, committer=committer), ""
 
         return self.push_loop(attempt, attempts=attempts)
 
     def push_loop(
-        self, attempt: Callable[[], str], *, attempts: int = MAX_REJECTED_PUSHES
+        self, attempt: Callable[[], tuple[str, str]], *, attempts: int = MAX_REJECTED_PUSHES
     ) -> str | None:
-        """The one push loop: make the commit (`attempt`: "" for nothing to commit), push it;
-        when the remote moved meanwhile, start over (never forced). Returns the pushed commit,
-        "", or None after `attempts` rejected pushes (the copy is reset to the remote)."""
+        """The one push loop: `attempt` makes the commit ("" for nothing to commit) and says
+        its push's `onto`; when the remote moved meanwhile, start over (never forced). Returns
+        the pushed commit, "", or None after `attempts` rejections (the copy is then reset)."""
         for _ in range(attempts):
-            sha = attempt()
+            sha, onto = attempt()
             if not sha:
                 return ""
             try:
-                self.push(sha)
+                self.push(sha, onto=onto)
             except PushRejected:
                 continue  # someone pushed meanwhile: fetch and re-apply on the new head
             return sha

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -84,6 +86,14 @@ def _already_pushed(copy: WorkingCopy, decision: Decision, head: str) -> str | N
     return None
 
 
+def _known_head(copy: WorkingCopy) -> str:
+    """The remote head as this copy last fetched or pushed it ("" when it has none)."""
+    try:
+        return copy.rev_parse(f"refs/remotes/origin/{copy.branch}")
+    except GitError:
+        return ""
+
+
 def push_one(copy: WorkingCopy, decision: Decision) -> None:
     """Fetch, make the decision's commit on the remote head, push; on a moved remote start
     over from its new head."""
@@ -91,25 +101,38 @@ def push_one(copy: WorkingCopy, decision: Decision) -> None:
     # Its first attempt (the count is raised before each, and stays raised after a crash):
     # no earlier attempt can have pushed it, so the history is not searched for its trailer.
     first = decision.attempts == 0
+    tries = 0
 
-    def attempt() -> str:
-        copy.ensure_clone()
-        head = copy.fetch()
-        done = None if first else _already_pushed(copy, decision, head)
-        if done:
-            found.append(done)
-            return ""
-        now = memoryrail.format_timestamp(timezone.now())
+    def commit_on(head: str) -> str:
         return copy.commit_objects(
             parent=head,
-            changes=decision_changes(copy, decision, head, now=now),
+            changes=decision_changes(
+                copy, decision, head, now=memoryrail.format_timestamp(timezone.now())
+            ),
             message=commit_message(decision),
             author=(decision.author_name, decision.author_email),
             committer=bot_identity(),
         )
 
-    try:
-        sha = copy.push_loop(attempt)
+    def attempt() -> tuple[str, str]:
+        nonlocal tries
+        tries += 1
+        copy.ensure_clone()
+        if first and tries == 1 and (known := _known_head(copy)):
+            # The first try builds on the head this copy last fetched or pushed, without
+            # asking the remote: its push lands only while the remote still holds that very
+            # commit (else the next try fetches). A conflict is judged on a fetched head only.
+            with contextlib.suppress(Conflict):
+                return commit_on(known), known
+        head = copy.fetch()
+        done = None if first else _already_pushed(copy, decision, head)
+        if done:
+            found.append(done)
+            return "", ""
+        return commit_on(head), head
+
+    try:  # a first try on the known head is one more than the fetched ones
+        sha = copy.push_loop(attempt, attempts=MAX_REJECTED_PUSHES + first)
     except Conflict as exc:
         copy.reset_to_remote()
         decision_finish(decision=decision, state=PushState.CONFLICT, detail=str(exc))

@@ -124,3 +124,20 @@ def test_it_names_the_author_as_git_commit_would(tmp_path, name, email):
 def test_it_refuses_a_name_git_would_refuse():
     with pytest.raises(ValueError):
         gitobjects.ident(" .,<> ", "x@example.org", when=0)
+
+
+def test_it_never_brings_back_a_commit_the_remote_dropped(
+    repository, remote, reviewer_user, django_capture_on_commit_callbacks
+):
+    """The first try builds on the head the copy knows without fetching; its push is a lease
+    on that head, so a remote rewound since (a force-push removing a commit) refuses it, and
+    the next try fetches and builds on what the remote holds now."""
+    before = remote.log("%H")[0]
+    dropped = remote.commit({"LEAKED.md": "a secret that was pushed by mistake\n"}, "Oops")
+    repository_sync(repository_id=repository.pk)  # the copy knows the commit
+    git(remote.bare, "update-ref", "refs/heads/main", before, dropped)  # the rewind
+    decision = _approve(repository, reviewer_user, django_capture_on_commit_callbacks, ATTEMPT)
+    assert decision.state == PushState.PUSHED, decision.state_detail
+    assert remote.log("%H")[1:] == [before]
+    assert not remote.exists("LEAKED.md")
+    assert 'status: "active"' in remote.show(f"{M}/{ATTEMPT}.md")
