@@ -296,7 +296,7 @@ class WorkingCopy:
         self,
         *,
         parent: str,
-        changes: dict[str, tuple[str, bytes] | None],
+        changes: gitobjects.Changes,
         message: str,
         author: tuple[str, str],
         committer: tuple[str, str],

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 
 REGULAR_MODES = frozenset({"100644", "100755"})  # a plain file, or an executable one
+Changes = dict[str, tuple[str, bytes] | None]  # path -> (mode, bytes) written, or None: removed
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ def _data(payload: bytes) -> bytes:
 def commit_stream(
     ref: str,
     parent: str,
-    changes: dict[str, tuple[str, bytes] | None],
+    changes: Changes,
     message: str,
     *,
     author: tuple[str, str],

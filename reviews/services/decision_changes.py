@@ -9,19 +9,15 @@ from collections.abc import Iterable
 from formats import memoryrail
 from memoryadmin.bulk import json_loads, stream_rows
 from reviews.git import WorkingCopy
-from reviews.gitobjects import TreeEntry
+from reviews.gitobjects import Changes, TreeEntry
 from reviews.models import Decision, DecisionKind
-
-Change = tuple[str, bytes] | None  # (mode, bytes) written, or None: removed
 
 
 class Conflict(Exception):
     """The proposal changed or vanished upstream: nothing is overwritten."""
 
 
-def decision_changes(
-    copy: WorkingCopy, decision: Decision, head: str, *, now: str
-) -> dict[str, Change]:
+def decision_changes(copy: WorkingCopy, decision: Decision, head: str, *, now: str) -> Changes:
     """The files the decision writes or removes on commit `head`; Conflict if upstream moved a
     proposal since it was reviewed."""
     entries = copy.tree_entries(head, memoryrail.MEMORIES_DIR, *memoryrail.AGENT_FILES)
@@ -76,7 +72,7 @@ class _Files:
     def __init__(self, copy: WorkingCopy, entries: dict[str, TreeEntry]) -> None:
         self.copy = copy
         self.entries = entries
-        self.changes: dict[str, Change] = {}
+        self.changes: Changes = {}
         self.removed: set[str] = set()
         self._contents: dict[str, bytes] = {}
 
