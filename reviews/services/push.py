@@ -95,8 +95,8 @@ def _known_head(copy: WorkingCopy) -> str:
 
 
 def push_one(copy: WorkingCopy, decision: Decision) -> None:
-    """Fetch, make the decision's commit on the remote head, push; on a moved remote start
-    over from its new head."""
+    """Make the decision's commit on the remote head from git objects and push it; on a
+    moved remote fetch and start over from its new head."""
     found: list[str] = []
     # Its first attempt (the count is raised before each, and stays raised after a crash):
     # no earlier attempt can have pushed it, so the history is not searched for its trailer.
