@@ -20,22 +20,22 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import git as gitpython
-from django.core.exceptions import ValidationError
 
 from memoryadmin.locks import named_lock
+from reviews import gitobjects
 from reviews.gitenv import (
     NETWORK_COMMANDS,
     Credential,
     RemotePolicy,
     Session,
     bulk_checkin,
-    classify,
     clean_output,
     command_of,
     credential_env,
@@ -45,60 +45,18 @@ from reviews.gitenv import (
     run_with_deadline,
     scrub,
 )
+from reviews.gitenv import validate_remote_url as validate_remote_url  # its old home
+from reviews.giterrors import GitError, LockNotHeld, PushRejected, TransientGitError, git_error
 from reviews.worktree import WorktreeFiles
 from webhooks import netguard
 
 logger = logging.getLogger(__name__)
 
 
-class LockNotHeld(RuntimeError):
-    """A mutating git command was attempted without the repository's lock."""
-
-
-class GitError(Exception):
-    """A failed git command; `message` is scrubbed of credentials and safe to store and show."""
-
-    def __init__(self, message: str, *, kind: str = "git") -> None:
-        super().__init__(message)
-        self.message = message
-        self.kind = kind
-
-    @property
-    def transient(self) -> bool:
-        """Worth retrying (the tasks' `autoretry_for` names `TransientGitError` itself)."""
-        return isinstance(self, TransientGitError)
-
-
-class TransientGitError(GitError):
-    """A failure worth retrying: the network, a server error, a deadline that passed."""
-
-
-class PushRejected(GitError):
-    """The remote moved since our fetch: fetch, re-apply and push again (never force)."""
-
-
-def git_error(message: str, *, detail: str) -> GitError:
-    """The error for a failed command whose output was `detail` (`classify` decides)."""
-    return TransientGitError(message) if classify(detail) else GitError(message)
-
-
 MAX_REJECTED_PUSHES = 5
 HISTORY_COMMANDS = frozenset({"log", "rev-list", "diff-tree", "merge-base"})
 LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}  # a path is a path: no glob, no `:(…)` magic
-
-
-def validate_remote_url(url: str, *, allow_local: bool, allow_private: bool = False) -> None:
-    """HTTPS or SSH remotes without embedded credentials, on a public address; file:// and
-    loopback http only with local remotes allowed. One address guard for all outbound traffic
-    (`webhooks.netguard`): the name is resolved now and every address must be public unless
-    local remotes or private addresses are allowed; the worker checks again before each fetch
-    and push (`WorkingCopy`)."""
-    try:
-        remote = netguard.git_remote_parse(url, allow_local=allow_local)
-        if not (allow_local or allow_private):
-            netguard.git_remote_addresses(remote, allow_private=False)
-    except netguard.UrlRefused as exc:
-        raise ValidationError({"remote_url": ValidationError(exc.message, code=exc.code)}) from None
+OUTGOING_REF = "refs/memoryadmin/outgoing"  # commit_objects' scratch ref (fast-import needs one)
 
 
 class WorkingCopy:
@@ -138,13 +96,17 @@ class WorkingCopy:
     def lock_held(self) -> bool:
         return self._session is not None
 
-    def _run(
+    def _run(self, *args: str, **options: Any) -> str:
+        """`_run_bytes`, its output decoded (as GitPython decodes it)."""
+        return self._run_bytes(*args, **options).decode("utf-8", "surrogateescape")
+
+    def _run_bytes(
         self,
         *args: str,
         mutating: bool,
         env: dict[str, str] | None = None,
         stdin: bytes | None = None,
-    ) -> str:
+    ) -> bytes:
         command = command_of(args)
         if mutating and self._session is None:
             raise LockNotHeld(f"git {command} needs the lock {self.lock_name}")
@@ -161,7 +123,11 @@ class WorkingCopy:
                     istream.write(stdin)
                     istream.seek(0)
                 return gitpython.Git(str(self.path)).execute(
-                    ["git", *args], env=full_env, strip_newline_in_stdout=False, istream=istream
+                    ["git", *args],
+                    env=full_env,
+                    strip_newline_in_stdout=False,
+                    istream=istream,
+                    stdout_as_string=False,
                 )
         except gitpython.GitCommandError as exc:
             detail = "\n".join(
@@ -311,16 +277,41 @@ class WorkingCopy:
         finally:
             message_file.unlink(missing_ok=True)
 
-    def push(self) -> None:
-        """Push HEAD to the branch, never forced; PushRejected when the remote moved."""
+    def push(self, source: str = "HEAD", *, onto: str = "") -> None:
+        """Push `source` to the branch, never forced; PushRejected when the remote moved. With
+        `onto` (its parent) it lands only while the remote holds that very commit: a lease
+        that can only ever replace the commit's own parent."""
         if not self.lock_held:
             raise LockNotHeld("push needs the lock")
+        lease = (f"--force-with-lease=refs/heads/{self.branch}:{onto}",) if onto else ()
+        refspec = f"{source}:refs/heads/{self.branch}"
         try:
-            self._run_network("push", "--porcelain", "origin", f"HEAD:refs/heads/{self.branch}")
+            self._run_network("push", "--porcelain", *lease, "origin", refspec)
         except GitError as exc:
             if re.search(r"fetch first|non-fast-forward|stale info|\[rejected\]", exc.message):
                 raise PushRejected(exc.message, kind="rejected") from None
             raise
+
+    def commit_objects(
+        self,
+        *,
+        parent: str,
+        changes: gitobjects.Changes,
+        message: str,
+        author: tuple[str, str],
+        committer: tuple[str, str],
+    ) -> str:
+        """A commit of `changes` (path -> (mode, bytes); None removes) on `parent`, made from
+        objects by one `fast-import` (`--force`: of its own scratch ref); no file is touched."""
+        if not self.lock_held:
+            raise LockNotHeld("commit needs the lock")
+        try:
+            stream = gitobjects.commit_stream(
+                OUTGOING_REF, parent, changes, message, author=author, committer=committer
+            )
+        except ValueError as exc:
+            raise GitError(f"git fast-import refused: {exc}") from None
+        return self._run("fast-import", "--quiet", "--force", mutating=True, stdin=stream).strip()
 
     def commit_and_push(
         self,
@@ -331,17 +322,28 @@ class WorkingCopy:
         committer: tuple[str, str],
         attempts: int = MAX_REJECTED_PUSHES,
     ) -> str | None:
-        """The one push loop: sync, `write` the change, commit, push; when the remote moved
-        meanwhile, start over from its new head (never forced). `write` returns False when
-        there is nothing to commit (the loop ends with ""). Returns the pushed commit, or None
-        after `attempts` rejected pushes (the copy is reset to the remote)."""
-        for _ in range(attempts):
+        """Sync, `write` the files (False: nothing to commit), commit them, push (push_loop)."""
+
+        def attempt() -> tuple[str, str]:
             self.sync()
             if not write(self):
+                return "", ""
+            return self.commit(message=message(), author=author, committer=committer), ""
+
+        return self.push_loop(attempt, attempts=attempts)
+
+    def push_loop(
+        self, attempt: Callable[[], tuple[str, str]], *, attempts: int = MAX_REJECTED_PUSHES
+    ) -> str | None:
+        """The one push loop: `attempt` makes the commit ("" for nothing to commit) and says
+        its push's `onto`; when the remote moved meanwhile, start over (never forced). Returns
+        the pushed commit, "", or None after `attempts` rejections (the copy is then reset)."""
+        for _ in range(attempts):
+            sha, onto = attempt()
+            if not sha:
                 return ""
-            sha = self.commit(message=message(), author=author, committer=committer)
             try:
-                self.push()
+                self.push(sha, onto=onto)
             except PushRejected:
                 continue  # someone pushed meanwhile: fetch and re-apply on the new head
             return sha
@@ -355,15 +357,22 @@ class WorkingCopy:
             "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", mutating=False
         ).strip()
 
+    def tree_entries(self, rev: str, *paths: str) -> dict[str, gitobjects.TreeEntry]:
+        """Every file under `paths` (literal; a folder is listed whole) in commit `rev`."""
+        output = self._run("ls-tree", "-r", "-z", rev, "--", *paths, mutating=False, env=LITERAL)
+        return gitobjects.tree_entries(output)
+
+    def contents(self, shas: Iterable[str]) -> dict[str, bytes]:
+        """The bytes of these blobs, read by one `cat-file --batch`."""
+        wanted = "".join(f"{sha}\n" for sha in dict.fromkeys(shas)).encode("ascii")
+        if not wanted:
+            return {}
+        return gitobjects.batch_contents(
+            self._run_bytes("cat-file", "--batch", mutating=False, stdin=wanted)
+        )
+
     def blob_shas(self, folder: str) -> dict[str, str]:
-        output = self._run("ls-tree", "-r", "-z", "HEAD", "--", folder, mutating=False)
-        result = {}
-        for entry in output.split("\x00"):
-            if not entry:
-                continue
-            info, _, path = entry.partition("\t")
-            result[path] = info.split()[2]
-        return result
+        return {path: entry.sha for path, entry in self.tree_entries("HEAD", folder).items()}
 
     def history(
         self, command: str, *args: str, paths: tuple[str, ...] = (), stdin: bytes | None = None
@@ -376,10 +385,11 @@ class WorkingCopy:
         tail = ("--", *paths) if paths else ()
         return self._run(command, *args, *tail, mutating=False, env=LITERAL, stdin=stdin)
 
-    def log_grep(self, pattern: str, *, limit: int) -> list[tuple[str, str]]:
-        """(commit, author email) of recent commits whose message has a line matching pattern."""
+    def log_grep(self, pattern: str, *, limit: int, rev: str = "HEAD") -> list[tuple[str, str]]:
+        """(commit, author email) of recent commits of `rev` whose message has a line matching
+        pattern."""
         output = self._run(
-            "log", "-n", str(limit), "--format=%H %ae", f"--grep={pattern}", "HEAD", mutating=False
+            "log", "-n", str(limit), "--format=%H %ae", f"--grep={pattern}", rev, mutating=False
         )
         return [tuple(line.split(" ", 1)) for line in output.splitlines() if " " in line]  # type: ignore[misc]
 

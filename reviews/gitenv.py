@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.core.exceptions import ValidationError
+
 from webhooks import netguard
 
 
@@ -269,3 +271,17 @@ def bulk_checkin() -> bool:
     except (OSError, subprocess.SubprocessError):
         return False
     return found is not None and (int(found[1]), int(found[2])) >= (2, 37)
+
+
+def validate_remote_url(url: str, *, allow_local: bool, allow_private: bool = False) -> None:
+    """HTTPS or SSH remotes without embedded credentials, on a public address; file:// and
+    loopback http only with local remotes allowed. One address guard for all outbound traffic
+    (`webhooks.netguard`): the name is resolved now and every address must be public unless
+    local remotes or private addresses are allowed; the worker checks again before each fetch
+    and push (`WorkingCopy`)."""
+    try:
+        remote = netguard.git_remote_parse(url, allow_local=allow_local)
+        if not (allow_local or allow_private):
+            netguard.git_remote_addresses(remote, allow_private=False)
+    except netguard.UrlRefused as exc:
+        raise ValidationError({"remote_url": ValidationError(exc.message, code=exc.code)}) from None

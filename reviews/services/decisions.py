@@ -137,6 +137,16 @@ def proposals_blocking(
     return blocking
 
 
+# What a decision reads of its proposals (and of their repository: its name), locked; the
+# rest of each row, and the repository's JSON fields read once per proposal, cost more than
+# the rows' lock and the decision's own writes.
+_DECIDED_FIELDS = (
+    *("id", "repository_id", "memory_id", "ref", "type", "title", "status", "path", "blob_sha"),
+    *("front_matter", "body", "supersedes", "added_at", "secret_findings", "stale", "has_secret"),
+    *("repository__id", "repository__team_id", "repository__name"),
+)
+
+
 def _check_open(
     *, team: Team, memory_ids: list[int], kind: str, comment: str, override_reason: str
 ) -> list[Memory]:
@@ -151,6 +161,7 @@ def _check_open(
         Memory.objects.select_for_update()
         .filter(team=team, pk__in=set(memory_ids))
         .select_related("repository")
+        .only(*_DECIDED_FIELDS)
         .order_by("repository_id", "added_at", "id")
     )
     if len(memories) != len(set(memory_ids)):

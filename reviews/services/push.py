@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -9,7 +11,6 @@ from formats import memoryrail
 from formats.memoryrail.secrets import secrets_masked
 from memoryadmin import errors
 from memoryadmin.audit import Actor, audit_record
-from memoryadmin.bulk import json_loads, stream_rows
 from memoryadmin.models import Scope
 from memoryadmin.permissions import actor_require
 from memoryadmin.queue import enqueue_on_commit
@@ -24,6 +25,7 @@ from reviews.models import (
     PushState,
     Repository,
 )
+from reviews.services.decision_changes import Conflict, decision_changes
 from reviews.services.decisions import ProposalNotOpen
 from reviews.services.index import index_read, index_store
 from reviews.services.repositories import working_copy
@@ -32,10 +34,6 @@ from webhooks import events as webhook_events
 from webhooks.emit import event_emit
 
 TRAILER = "Memoryadmin-Decision"
-
-
-class Conflict(Exception):
-    """The proposal changed or vanished upstream: nothing is overwritten."""
 
 
 class DecisionNotRetryable(errors.Conflict):
@@ -79,87 +77,62 @@ def commit_message(decision: Decision) -> str:
     return secrets_masked("\n".join(lines) + "\n")
 
 
-def apply_decision(copy: WorkingCopy, decision: Decision, *, now: str) -> None:
-    """Change the working copy as the decision says; raise Conflict if upstream moved the file."""
-    blobs = copy.blob_shas(memoryrail.MEMORIES_DIR)
-    # values, not instances: 1,000 items with their memories' front matter took seconds
-    items = decision.items.order_by("pk").values_list(
-        "path", "ref", "blob_sha", "memory__blob_sha", "memory__front_matter"
-    )
-    # read them all first: a Conflict raised while the cursor's transaction is open would
-    # mark the caller's transaction as failed
-    rows = list(stream_rows(items, itersize=1000, json_loads=json_loads))
-    for path, ref, blob_sha, indexed_blob, indexed_meta in rows:
-        current = blobs.get(path)
-        if current is None:
-            raise Conflict(f"{ref} was removed upstream after it was reviewed")
-        if current != blob_sha:
-            raise Conflict(f"{ref} was changed upstream after it was reviewed")
-        # The index read these very bytes strictly: its front matter lets a file our writer
-        # wrote be read back without a second YAML parse (memoryrail.read_written).
-        known = indexed_meta if indexed_blob == current else None
-        data = (copy.path / path).read_bytes()
-        memory, _ = memoryrail.parse_memory(data, path=path, known_meta=known)
-        if memory is None or memory.status != "proposed":
-            raise Conflict(f"{ref} is no longer a readable proposal")
-        if decision.kind == DecisionKind.REJECT:
-            copy.remove_file(path)
-            continue
-        copy.write_file(path, memoryrail.approve(memory, now=now))
-        if memory.supersedes:
-            old_path = f"{memoryrail.MEMORIES_DIR}/{memory.supersedes}.md"
-            if (copy.path / old_path).is_file():
-                old, _ = memoryrail.parse_memory((copy.path / old_path).read_bytes(), path=old_path)
-                if old is None:
-                    raise Conflict(f"{memory.supersedes} (superseded) cannot be read")
-                copy.write_file(old_path, memoryrail.supersede(old, by=memory.id, now=now))
-    _regenerate_agent_files(copy)
-
-
-def _regenerate_agent_files(copy: WorkingCopy) -> None:
-    block = None
-    for name in memoryrail.AGENT_FILES:
-        path = copy.path / name
-        if not path.is_file() or path.is_symlink():
-            continue
-        text = path.read_text(encoding="utf-8")
-        if not memoryrail.has_block(text):
-            continue
-        if block is None:
-            block = memoryrail.render_block(memoryrail.read_project(copy.path).memories)
-        updated = memoryrail.replace_block(text, block)
-        if updated != text:
-            copy.write_file(name, updated)
-
-
-def _already_pushed(copy: WorkingCopy, decision: Decision) -> str | None:
+def _already_pushed(copy: WorkingCopy, decision: Decision, head: str) -> str | None:
     """The commit of a decision pushed before a crash kept us from recording it, if any."""
-    output = copy.log_grep(f"^{TRAILER}: {decision.pk}$", limit=200)
+    output = copy.log_grep(f"^{TRAILER}: {decision.pk}$", limit=200, rev=head)
     for sha, email in output:
         if email == decision.author_email:
             return sha
     return None
 
 
-def push_one(copy: WorkingCopy, decision: Decision) -> None:
-    """Fetch, apply, commit, push; on a moved remote start over from its new head."""
-    found: list[str] = []
-
-    def write(copy: WorkingCopy) -> bool:
-        done = _already_pushed(copy, decision)
-        if done:
-            found.append(done)
-            return False
-        apply_decision(copy, decision, now=memoryrail.format_timestamp(timezone.now()))
-        return True
-
+def _known_head(copy: WorkingCopy) -> str:
+    """The remote head as this copy last fetched or pushed it ("" when it has none)."""
     try:
-        sha = copy.commit_and_push(
-            write,
-            message=lambda: commit_message(decision),
+        return copy.rev_parse(f"refs/remotes/origin/{copy.branch}")
+    except GitError:
+        return ""
+
+
+def push_one(copy: WorkingCopy, decision: Decision) -> None:
+    """Make the decision's commit on the remote head from git objects and push it; on a
+    moved remote fetch and start over from its new head."""
+    found: list[str] = []
+    # Its first attempt (the count is raised before each, and stays raised after a crash):
+    # no earlier attempt can have pushed it, so the history is not searched for its trailer.
+    first = decision.attempts == 0
+    tries = 0
+
+    def commit_on(head: str) -> str:
+        return copy.commit_objects(
+            parent=head,
+            changes=decision_changes(
+                copy, decision, head, now=memoryrail.format_timestamp(timezone.now())
+            ),
+            message=commit_message(decision),
             author=(decision.author_name, decision.author_email),
             committer=bot_identity(),
         )
+
+    def attempt() -> tuple[str, str]:
+        nonlocal tries
+        tries += 1
+        copy.ensure_clone()
+        if first and tries == 1 and (known := _known_head(copy)):
+            # The first try builds on the head this copy last fetched or pushed, without
+            # asking the remote: its push lands only while the remote still holds that very
+            # commit (else the next try fetches). A conflict is judged on a fetched head only.
+            with contextlib.suppress(Conflict):
+                return commit_on(known), known
+        head = copy.fetch()
+        done = None if first else _already_pushed(copy, decision, head)
+        if done:
+            found.append(done)
+            return "", ""
+        return commit_on(head), head
+
+    try:  # a first try on the known head is one more than the fetched ones
+        sha = copy.push_loop(attempt, attempts=MAX_REJECTED_PUSHES + first)
     except Conflict as exc:
         copy.reset_to_remote()
         decision_finish(decision=decision, state=PushState.CONFLICT, detail=str(exc))

@@ -118,19 +118,21 @@ def test_it_marks_pushed_a_decision_whose_commit_landed_before_the_failure_was_r
     failed, hook, remote, repository, reviewer_user, django_capture_on_commit_callbacks
 ):
     """E.g. the connection dropped after the remote took the push: no second commit."""
-    from reviews.services.push import apply_decision, commit_message
+    from reviews.services.decision_changes import decision_changes
+    from reviews.services.push import commit_message
 
     hook.unlink()
     copy = working_copy(repository)
     with copy.locked(wait=10):
-        copy.sync()
-        apply_decision(copy, failed, now="2026-02-01T00:00:00.000Z")
-        sha = copy.commit(
+        head = copy.sync()
+        sha = copy.commit_objects(
+            parent=head,
+            changes=decision_changes(copy, failed, head, now="2026-02-01T00:00:00.000Z"),
             message=commit_message(failed),
             author=(failed.author_name, failed.author_email),
             committer=("memoryadmin", "bot@localhost"),
         )
-        copy.push()
+        copy.push(sha)
     decision = retry(failed, reviewer_user, django_capture_on_commit_callbacks)
     assert decision.state == PushState.PUSHED and decision.commit_sha == sha
     assert commits_of(remote, decision) == [sha]

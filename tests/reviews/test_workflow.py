@@ -148,20 +148,21 @@ def test_it_reapplies_after_a_push_is_rejected_because_the_remote_moved(
 
     memory = proposal(repository, ATTEMPT)
     decision = proposal_approve(actor=Actor(user=reviewer_user), memory=memory)
-    original = push.apply_decision
+    original = push.decision_changes
     calls = []
 
-    def apply_then_move(copy, decision, *, now):  # the "elsewhere" push lands mid-flight
-        original(copy, decision, now=now)
+    def apply_then_move(copy, decision, head, *, now):  # the "elsewhere" push lands mid-flight
+        changes = original(copy, decision, head, now=now)
         if not calls:
             remote.commit({"NOTES.md": "race\n"}, "Racing push")
         calls.append(1)
+        return changes
 
-    push.apply_decision = apply_then_move
+    push.decision_changes = apply_then_move
     try:
         repository_push_pending(repository_id=repository.pk)
     finally:
-        push.apply_decision = original
+        push.decision_changes = original
     decision.refresh_from_db()
     assert decision.state == PushState.PUSHED and len(calls) == 2
     assert remote.log("%s")[:2] == [remote.log("%s")[0], "Racing push"]
