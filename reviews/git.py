@@ -45,7 +45,6 @@ from reviews.gitenv import (
     run_with_deadline,
     scrub,
 )
-from reviews.gitenv import validate_remote_url as validate_remote_url  # its old home
 from reviews.giterrors import GitError, LockNotHeld, PushRejected, TransientGitError, git_error
 from reviews.worktree import WorktreeFiles
 from webhooks import netguard

@@ -16,8 +16,8 @@ from memoryadmin.errors import Conflict
 from memoryadmin.locks import LockBusy
 from memoryadmin.models import Team
 from memoryadmin.queue import enqueue_on_commit
-from reviews.git import GitError, WorkingCopy, validate_remote_url
-from reviews.gitenv import Credential, RemotePolicy
+from reviews.git import GitError, WorkingCopy
+from reviews.gitenv import Credential, RemotePolicy, validate_remote_url
 from reviews.models import (
     CredentialKind,
     Decision,
