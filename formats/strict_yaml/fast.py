@@ -66,14 +66,17 @@ AVAILABLE = CParser is not None
 # to libyaml (YAML 1.1) only, and ruamel refuses a tab separating tokens in block context
 # (`a:<tab>1`, `a: b<tab>`) where libyaml skips it. A document holding one of these characters
 # goes to the reference reader (a tab inside a quoted or block string too: rare in front matter).
-NEEDS_REFERENCE = re.compile("[\t\x85\u2028\u2029]")
+# So does a byte order mark: libyaml skips every one at the stream's start, ruamel.yaml only the
+# first (`\ufeff\ufeffa: 1` is `a` to one and `\ufeffa` to the other).
+NEEDS_REFERENCE = re.compile("[\t\x85\u2028\u2029\ufeff]")
 
 
 def needs_reference(source: str) -> bool:
     """NEEDS_REFERENCE.search(source), by str's own scans (a character class is ~10x slower);
-    `isascii` is O(1), and an ASCII text holds none of the three separators."""
+    `isascii` is O(1), and an ASCII text holds none of the four."""
     return "\t" in source or (
-        not source.isascii() and ("\x85" in source or "\u2028" in source or "\u2029" in source)
+        not source.isascii()
+        and ("\x85" in source or "\u2028" in source or "\u2029" in source or "\ufeff" in source)
     )
 
 
