@@ -66,8 +66,7 @@ class ChunkQuerySet(models.QuerySet):
 
 
 class Chunk(models.Model):
-    # no index of its own: every index in Meta leads with the team (one index less to keep
-    # per chunk written)
+    # no index of its own: every index in Meta leads with it (bundles/migrations/0015)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="chunks", db_index=False)
     content = models.TextField()
     content_hash = models.CharField(max_length=64)
@@ -144,11 +143,9 @@ class ChunkOrigin(models.Model):
     whether the thing is approved knowledge right now; `expires_at` applies expiry at read time.
     """
 
-    # The chunk's team, kept on the row for its unique ref per team. No constraint of its own
-    # in the database: the chunk's already holds the team (a team row cannot go while its chunks
-    # are there), and every mirrored record or memory inserts an origin, where its check was a
-    # third of the origins' COPY (10k origins: 170 ms with both keys, 54 without). No index of
-    # its own either, nor the chunk: the indexes in Meta lead with them.
+    # The chunk's team, for the unique ref per team: no constraint (the chunk's holds the team;
+    # its check was a third of the origins' COPY), and neither key has an index of its own (the
+    # indexes in Meta lead with them; bundles/migrations/0015).
     team = models.ForeignKey(
         Team, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
     )
