@@ -66,7 +66,6 @@ class ChunkQuerySet(models.QuerySet):
 
 
 class Chunk(models.Model):
-    # no index of its own: every index in Meta leads with it (bundles/migrations/0015)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="chunks", db_index=False)
     content = models.TextField()
     content_hash = models.CharField(max_length=64)
@@ -141,17 +140,11 @@ class ChunkOrigin(models.Model):
     `ref` is the thing's identity (`source:<id>:<record id>`, `repository:<id>:<memory id>`),
     unique per team; it points at the chunk holding the thing's current text. `active` says
     whether the thing is approved knowledge right now; `expires_at` applies expiry at read time.
+    `team` is the chunk's: no constraint of its own, as the chunk's holds it (migration 0015).
     """
 
-    # The chunk's team, for the unique ref per team: no constraint (the chunk's holds the team;
-    # its check was a third of the origins' COPY), and neither key has an index of its own (the
-    # indexes in Meta lead with them; bundles/migrations/0015).
-    team = models.ForeignKey(
-        Team, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
-    )
-    chunk = models.ForeignKey(
-        Chunk, on_delete=models.CASCADE, related_name="origins", db_index=False
-    )
+    team = models.ForeignKey(Team, models.CASCADE, "+", db_constraint=False, db_index=False)
+    chunk = models.ForeignKey(Chunk, models.CASCADE, "origins", db_index=False)
     kind = models.CharField(max_length=16, choices=OriginKind.choices)
     group = models.CharField(max_length=64)  # `source:<id>` / `repository:<id>`: one reconcile
     ref = models.CharField(max_length=600)
