@@ -66,7 +66,7 @@ class ChunkQuerySet(models.QuerySet):
 
 
 class Chunk(models.Model):
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="chunks")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="chunks", db_index=False)
     content = models.TextField()
     content_hash = models.CharField(max_length=64)
     memory_type = models.CharField(max_length=64)
@@ -140,10 +140,11 @@ class ChunkOrigin(models.Model):
     `ref` is the thing's identity (`source:<id>:<record id>`, `repository:<id>:<memory id>`),
     unique per team; it points at the chunk holding the thing's current text. `active` says
     whether the thing is approved knowledge right now; `expires_at` applies expiry at read time.
+    `team` is the chunk's: no constraint of its own, as the chunk's holds it (migration 0015).
     """
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
-    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="origins")
+    team = models.ForeignKey(Team, models.CASCADE, "+", db_constraint=False, db_index=False)
+    chunk = models.ForeignKey(Chunk, models.CASCADE, "origins", db_index=False)
     kind = models.CharField(max_length=16, choices=OriginKind.choices)
     group = models.CharField(max_length=64)  # `source:<id>` / `repository:<id>`: one reconcile
     ref = models.CharField(max_length=600)

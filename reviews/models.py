@@ -89,8 +89,12 @@ class MemoryStatus(models.TextChoices):
 class Memory(models.Model):
     """One memory file as of the repository's last sync."""
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
-    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="memories")
+    # no index of their own: the queue's index leads with the team, the unique (repository,
+    # memory_id) with the repository (two indexes less to keep per memory indexed)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_index=False)
+    repository = models.ForeignKey(
+        Repository, on_delete=models.CASCADE, related_name="memories", db_index=False
+    )
     memory_id = models.CharField(max_length=255)
     ref = models.CharField(max_length=8, db_index=True)
     type = models.CharField(max_length=16)

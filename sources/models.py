@@ -147,8 +147,17 @@ class InactiveReason(models.TextChoices):
 
 
 class Record(models.Model):
-    snapshot = models.ForeignKey(Snapshot, on_delete=models.CASCADE, related_name="records")
-    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="+")
+    # no index of its own: the unique (snapshot, record_id) and the indexes in Meta lead with it
+    snapshot = models.ForeignKey(
+        Snapshot, on_delete=models.CASCADE, related_name="records", db_index=False
+    )
+    # The snapshot's source, kept on the row for the queries that filter by it. No constraint
+    # of its own in the database: the snapshot's already holds the source (a source row cannot
+    # go while a snapshot of it is there), and a cold refresh inserts every record, where its
+    # check was a third of the records' COPY (10k records: 183 ms with both keys, 63 without).
+    source = models.ForeignKey(
+        Source, on_delete=models.CASCADE, related_name="+", db_constraint=False
+    )
     record_id = models.CharField(max_length=500)
     path = models.CharField(max_length=1000)
     kind = models.CharField(max_length=16)
