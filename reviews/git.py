@@ -35,7 +35,6 @@ from reviews.gitenv import (
     Credential,
     RemotePolicy,
     Session,
-    bulk_checkin,
     clean_output,
     command_of,
     credential_env,
@@ -78,7 +77,6 @@ class WorkingCopy:
         self.lock_name = lock_name
         self.policy = policy or RemotePolicy()
         self._session: Session | None = None
-        self._unstaged: list[str] = []  # written or removed since the last commit
         self.files = WorktreeFiles(path)
 
     @contextmanager
@@ -208,7 +206,6 @@ class WorkingCopy:
         remote = f"refs/remotes/origin/{self.branch}"
         self._run("checkout", "--quiet", "--force", "-B", self.branch, remote, mutating=True)
         self._run("clean", "-ffdxq", mutating=True)
-        self._unstaged.clear()
         self.files.forget()  # the checkout may have replaced any folder (by a symlink too)
         return self.rev_parse("HEAD")
 
@@ -216,65 +213,6 @@ class WorkingCopy:
         self.ensure_clone()
         self.fetch(head=False)  # reset_to_remote reads the head it checked out
         return self.reset_to_remote()
-
-    def write_file(self, path: str, content: str) -> None:
-        if not self.lock_held:
-            raise LockNotHeld("writing the working copy needs the lock")
-        self.files.write(path, content.encode("utf-8"))
-        self._unstaged.append(path)
-
-    def remove_file(self, path: str) -> None:
-        if not self.lock_held:
-            raise LockNotHeld("writing the working copy needs the lock")
-        if not self.files.remove(path):
-            raise GitError(f"git rm failed: {path} is not a file of the working copy")
-        self._unstaged.append(path)
-
-    def _stage(self) -> None:
-        """Stage every path written or removed in one `git update-index` reading the paths
-        from stdin: one `git add` per file spent 20 s on 1,000 approvals, and `git add` with
-        500 pathspecs per call still 1 s (each pathspec is matched against every file). Its
-        new blobs go into one pack (git's bulk check-in; a file a filter converts is stored
-        as before): 1,000 loose objects took 0.4-1.2 s of system time here, the pack 0.1 s."""
-        paths = list(dict.fromkeys(self._unstaged))
-        if paths:
-            listing = b"".join(path.encode("utf-8") + b"\0" for path in paths)
-            pack = ("-c", "core.bigFileThreshold=1") if bulk_checkin() else ()
-            stage = ("update-index", "--add", "--remove", "-z", "--stdin")
-            self._run(*pack, *stage, mutating=True, stdin=listing)
-        self._unstaged.clear()
-
-    def commit(self, *, message: str, author: tuple[str, str], committer: tuple[str, str]) -> str:
-        env = {
-            "GIT_AUTHOR_NAME": author[0],
-            "GIT_AUTHOR_EMAIL": author[1],
-            "GIT_COMMITTER_NAME": committer[0],
-            "GIT_COMMITTER_EMAIL": committer[1],
-        }
-        self._commit(message, env)
-        return self.rev_parse("HEAD")
-
-    def _commit(self, message: str, env: dict[str, str]) -> None:
-        if not self.lock_held:
-            raise LockNotHeld("commit needs the lock")
-        self._stage()
-        message_file = self.path / ".git" / "MEMORYADMIN_MSG"
-        message_file.write_text(message, encoding="utf-8")
-        try:
-            self._run(
-                "-c",
-                "commit.gpgsign=false",
-                "commit",
-                "--quiet",
-                "--no-verify",
-                "--cleanup=verbatim",
-                "-F",
-                str(message_file),
-                mutating=True,
-                env=env,
-            )
-        finally:
-            message_file.unlink(missing_ok=True)
 
     def push(self, source: str = "HEAD", *, onto: str = "") -> None:
         """Push `source` to the branch, never forced; PushRejected when the remote moved. With
@@ -311,25 +249,6 @@ class WorkingCopy:
         except ValueError as exc:
             raise GitError(f"git fast-import refused: {exc}") from None
         return self._run("fast-import", "--quiet", "--force", mutating=True, stdin=stream).strip()
-
-    def commit_and_push(
-        self,
-        write: Callable[[WorkingCopy], bool],
-        *,
-        message: Callable[[], str],
-        author: tuple[str, str],
-        committer: tuple[str, str],
-        attempts: int = MAX_REJECTED_PUSHES,
-    ) -> str | None:
-        """Sync, `write` the files (False: nothing to commit), commit them, push (push_loop)."""
-
-        def attempt() -> tuple[str, str]:
-            self.sync()
-            if not write(self):
-                return "", ""
-            return self.commit(message=message(), author=author, committer=committer), ""
-
-        return self.push_loop(attempt, attempts=attempts)
 
     def push_loop(
         self, attempt: Callable[[], tuple[str, str]], *, attempts: int = MAX_REJECTED_PUSHES

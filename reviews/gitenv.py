@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import functools
 import os
 import re
 import shlex
@@ -258,19 +257,6 @@ def command_of(args: tuple[str, ...]) -> str:
     while at + 1 < len(args) and args[at] == "-c":
         at += 2
     return args[at] if at < len(args) else ""
-
-
-@functools.cache
-def bulk_checkin() -> bool:
-    """Whether `git update-index` puts the blobs of one call into one pack: git 2.37 and
-    later wrap it in one object-database transaction (before, each blob over
-    `core.bigFileThreshold` would get a pack of its own)."""
-    try:
-        done = subprocess.run(["git", "version"], capture_output=True, text=True, timeout=30)
-        found = re.search(r"(\d+)\.(\d+)", done.stdout)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return found is not None and (int(found[1]), int(found[2])) >= (2, 37)
 
 
 def validate_remote_url(url: str, *, allow_local: bool, allow_private: bool = False) -> None:

@@ -27,7 +27,8 @@ from formats.crosswalk import (
 )
 from formats.memoryai import content_hash
 from memoryadmin.batching import for_batches
-from reviews.git import MAX_REJECTED_PUSHES, GitError, WorkingCopy
+from reviews.git import MAX_REJECTED_PUSHES, GitError
+from reviews.gitobjects import Changes
 from reviews.identity import bot_identity
 from reviews.models import DecisionItem, DecisionKind, Memory, PushState, Repository
 from reviews.services.index import index_read, index_store
@@ -239,7 +240,8 @@ def proposals_push(
     marker: str,
     wait: float = 120.0,
 ) -> tuple[str, int]:
-    """Write the proposal files, commit as `author`, push (never forced), re-index.
+    """Commit the proposal files as `author` (from objects, on the fetched head: WorkingCopy.
+    commit_objects), push with a lease on its parent (never forced), re-index.
 
     Idempotent: files already present with the same text are not written again; a file with
     the same name but other text is left alone. Returns (commit sha or "", files written).
@@ -251,25 +253,33 @@ def proposals_push(
     copy = working_copy(repository)
     written = 0
 
-    def write(copy: WorkingCopy) -> bool:
+    def attempt() -> tuple[str, str]:
+        """The proposals' commit on the fetched head, made from objects (as a decision's)."""
         nonlocal written
-        written = 0
-        for item in items:
-            if (copy.path / item["path"]).exists():
-                continue  # already pushed (or the id is taken): never overwrite
-            copy.write_file(item["path"], item["text"])
-            written += 1
-        return written > 0
-
-    def message() -> str:
-        return (
+        copy.ensure_clone()
+        head = copy.fetch()
+        present = copy.tree_entries(head, *{item["path"] for item in items})
+        # already pushed (or the id is taken): never overwrite
+        changes: Changes = {
+            item["path"]: ("100644", item["text"].encode("utf-8"))
+            for item in items
+            if item["path"] not in present
+        }
+        written = len(changes)
+        if not changes:
+            return "", ""
+        message = (
             f"Propose {written} memor{'y' if written == 1 else 'ies'} ({label})\n\n"
             + "".join(f"- {item['memory_id']}\n" for item in items)
             + f"\n{TRAILER}: {marker}\n"
         )
+        sha = copy.commit_objects(
+            parent=head, changes=changes, message=message, author=author, committer=bot_identity()
+        )
+        return sha, head
 
     with copy.locked(wait=wait):
-        sha = copy.commit_and_push(write, message=message, author=author, committer=bot_identity())
+        sha = copy.push_loop(attempt)
         if sha is None:
             raise GitError(f"the remote kept moving; gave up after {MAX_REJECTED_PUSHES} tries")
         head = copy.reset_to_remote()

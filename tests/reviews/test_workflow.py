@@ -219,7 +219,13 @@ def test_it_refuses_mutating_git_without_the_lock(repository):
     with pytest.raises(LockNotHeld):
         copy.fetch()
     with pytest.raises(LockNotHeld):
-        copy.commit(message="x", author=("a", "a@x"), committer=("a", "a@x"))
+        copy.commit_objects(
+            parent=repository.head_commit,
+            changes={"x.md": ("100644", b"x\n")},
+            message="x",
+            author=("a", "a@x"),
+            committer=("a", "a@x"),
+        )
     assert copy.rev_parse("HEAD") == repository.head_commit  # reads are fine
 
 
