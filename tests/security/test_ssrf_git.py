@@ -187,7 +187,9 @@ def test_it_refuses_a_stored_remote_before_pushing_once_the_opt_in_is_off(
     repository_push_pending(repository_id=repository.pk)
     decision.refresh_from_db()
     assert decision.state == PushState.FAILED
-    assert decision.state_detail.startswith("git fetch refused:"), decision.state_detail
+    # a decision's first try pushes onto the head the copy knows, without fetching first: the
+    # guard refuses that push, the first network command, before git runs
+    assert decision.state_detail.startswith("git push refused:"), decision.state_detail
     assert len(server.requests) == seen  # the worker never reached the server again
     assert not remote.log("%s")[0].startswith("Approve")
 
@@ -261,8 +263,8 @@ def test_it_cuts_a_dripping_remote_off_at_the_deadline(
     assert failed.value.transient is True and failed.value.kind == "timeout"
     decision.refresh_from_db()
     assert decision.state == PushState.PENDING
-    assert decision.state_detail == (
-        "retrying: git fetch failed: the remote did not finish within 2 s"
+    assert decision.state_detail == (  # the first try pushes onto the known head, unfetched
+        "retrying: git push failed: the remote did not finish within 2 s"
     )
     assert server.client_gave_up.wait(10)  # git and its helper were killed, the socket closed
 
