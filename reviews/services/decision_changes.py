@@ -29,7 +29,15 @@ def decision_changes(copy: WorkingCopy, decision: Decision, head: str, *, now: s
     # mark the caller's transaction as failed
     rows = list(stream_rows(items, itersize=1000, json_loads=json_loads))
     files = _Files(copy, entries)
-    files.load(entry.sha for row in rows if (entry := entries.get(row[0])) and entry.regular)
+    # the proposals' blobs, those of the memories they supersede (as the index read them) and
+    # the agent files': one `cat-file --batch` (a file missed here is read when it is reached)
+    superseded = (
+        f"{memoryrail.MEMORIES_DIR}/{meta['supersedes']}.md"
+        for *_, meta in rows
+        if isinstance(meta, dict) and isinstance(meta.get("supersedes"), str)
+    )
+    paths = [row[0] for row in rows] + list(superseded) + list(memoryrail.AGENT_FILES)
+    files.load(entry.sha for path in paths if (entry := entries.get(path)) and entry.regular)
     for path, ref, blob_sha, indexed_blob, indexed_meta in rows:
         current = entries.get(path)
         if current is None or path in files.removed:

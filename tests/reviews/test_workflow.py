@@ -50,8 +50,19 @@ def test_it_indexes_every_memory_with_refs_authors_and_flags(repository):
 
 
 def test_it_approves_a_superseding_proposal_in_one_commit_by_the_reviewer(
-    repository, remote, reviewer_user, django_capture_on_commit_callbacks
+    repository, remote, reviewer_user, django_capture_on_commit_callbacks, monkeypatch
 ):
+    from reviews.git import WorkingCopy
+
+    blobs_read: list[list[str]] = []
+    contents = WorkingCopy.contents
+
+    def counted(copy, shas):  # type: ignore[no-untyped-def]
+        shas = list(shas)
+        blobs_read.append(shas)
+        return contents(copy, shas)
+
+    monkeypatch.setattr(WorkingCopy, "contents", counted)
     memory = proposal(repository, SQLITE)
     with django_capture_on_commit_callbacks(execute=True):
         decision = proposal_approve(
@@ -72,6 +83,8 @@ def test_it_approves_a_superseding_proposal_in_one_commit_by_the_reviewer(
     assert list(new.meta)[-1] == "custom_field"
     assert new.body == memory.body
     assert old.status == "superseded" and old.superseded_by == SQLITE
+    # the proposal's blob, the superseded memory's and AGENTS.md's, in one `cat-file --batch`
+    assert len(blobs_read) == 1 and len(blobs_read[0]) == 3, blobs_read
     agents = remote.show("AGENTS.md")
     assert agents.startswith("# Agents\n\nHand-written intro.\n\n<!-- memoryrail:begin")
     assert agents.endswith("<!-- memoryrail:end -->\n\nFooter.\n")
