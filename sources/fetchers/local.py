@@ -8,9 +8,11 @@ reading it when an lstat shows the very same file unchanged (`raw_hash`), as git
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from formats import openmemories as om
@@ -26,11 +28,12 @@ from sources.fetchers import (
 from sources.fetchers.raw import (
     NO_STAT,
     FileStat,
-    stat_hash,
-    stat_kept,
-    stat_matches,
+    kept_answers,
     stat_of,
 )
+
+# a name the checked way resolves otherwise than as a file in its folder
+_NOT_NAMES = ("", ".", "..")
 
 # A file whose mtime or ctime is this close to (or after) the start of the read that stats it
 # may still be written within the same timestamp tick, with no field of its stat moving
@@ -152,25 +155,46 @@ class LocalFetcher:
         data, body_hash = self._record(path)
         return Fetched(data, Validator(content_hash=body_hash))
 
-    def raw_hash(self, path: str, known: FileStat | None = None) -> str:
+    def raw_hash(self, path: str) -> str:
         """The hash of a record's bytes, as `get_record`'s validator has it, without the
-        objects around it: the raw check asks it 10,000 times for an unchanged refresh.
-
-        `known`: the file's stat when an earlier read hashed it. When an lstat (never
-        following a symlink) of the plain file in its checked folder shows the same device,
-        inode, size, mtime and ctime, the file is that one, unwritten since: its stored hash
-        is the answer and the file is not opened. Anything else is read as without it."""
-        policy = self.policy
-        if known is not None and policy.trust_stat and stat_kept(known):
-            target = self._direct(path) or self._checked(path)
-            try:
-                info = os.lstat(target) if target is not None else None
-            except (OSError, ValueError):
-                info = None
-            # over the limit: the read refuses it as too large
-            if info and info.st_size <= policy.max_response_bytes and stat_matches(known, info):
-                return stat_hash(known)
+        objects around it."""
         return self._record(path)[1]
+
+    def kept_hashes(self, paths: Sequence[str], kept: Iterable[FileStat]) -> list[str | None]:
+        """Per path, the hash its `kept` stat holds when an lstat of the plain file in its
+        checked folder shows the same device, inode, size, mtime and ctime: the file is that
+        one, unwritten since, and is not opened. None for anything else (read as without a
+        kept stat). Each lstat is taken by name in its folder's descriptor, opened once per
+        folder (`kept_answers`), not by a whole path walked again."""
+        if not self.policy.trust_stat:
+            return [None] * len(paths)
+        folders: dict[str, int] = {}
+        try:
+            opener = functools.partial(self._folder_descriptor, folders)
+            return kept_answers(paths, kept, folders, opener, self.policy.max_response_bytes)
+        finally:
+            for descriptor in folders.values():
+                if descriptor >= 0:
+                    os.close(descriptor)
+
+    def _folder_descriptor(self, folders: dict[str, int], folder: str, path: str) -> int:
+        """An open descriptor of `folder` once it is checked (remembered in `folders`), or -1
+        for none: a folder the checked way refuses for `path` (or a name such as `..`) is not
+        remembered, since another path may check it; one that cannot be opened as a folder
+        (swapped since it was checked) is."""
+        if path.rpartition("/")[2] in _NOT_NAMES:
+            return -1
+        if folder and folder not in self._folders and self._checked(path) is None:
+            return -1
+        parent = self._folders.get(folder) if folder else str(self.root())
+        if parent is None:
+            return -1
+        try:
+            descriptor = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except (OSError, ValueError):
+            descriptor = -1
+        folders[folder] = descriptor
+        return descriptor
 
     def _checked(self, path: str) -> str | None:
         """`_direct` once the folders on the way are checked (and remembered); None when
@@ -205,7 +229,7 @@ class LocalFetcher:
         """The path of a plain file name in a folder already checked for this read, else
         None (a folder not checked yet, or a name such as `..`)."""
         folder, _, name = relative.rpartition("/")
-        if name in ("", ".", ".."):
+        if name in _NOT_NAMES:
             return None
         parent = self._folders.get(folder) if folder else str(self.root())
         return None if parent is None else f"{parent}/{name}"
