@@ -90,13 +90,17 @@ class Memory(models.Model):
     """One memory file as of the repository's last sync."""
 
     # no index of their own: the queue's index leads with the team, the unique (repository,
-    # memory_id) with the repository (two indexes less to keep per memory indexed)
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # memory_id) with the repository (two indexes less to keep per memory indexed). The team
+    # keeps no constraint either: the repository's key holds it (a memory's team is its
+    # repository's), and its check was a fifth of storing an index's rows.
+    team = models.ForeignKey(
+        Team, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
+    )
     repository = models.ForeignKey(
         Repository, on_delete=models.CASCADE, related_name="memories", db_index=False
     )
     memory_id = models.CharField(max_length=255)
-    ref = models.CharField(max_length=8, db_index=True)
+    ref = models.CharField(max_length=8)  # Meta's index: no `LIKE` twin (nothing asks one)
     type = models.CharField(max_length=16)
     title = models.CharField(max_length=1000)
     status = models.CharField(max_length=16, choices=MemoryStatus.choices)
@@ -129,7 +133,11 @@ class Memory(models.Model):
                 fields=["repository", "memory_id"], name="memory_unique_per_repository"
             )
         ]
-        indexes = [models.Index(fields=["team", "status", "added_at", "id"])]
+        indexes = [
+            models.Index(fields=["team", "status", "added_at", "id"]),
+            # a short ref is looked up whole (`=`, with the team), never by prefix
+            models.Index(fields=["ref"], name="reviews_memory_ref_54f8e917"),
+        ]
         verbose_name_plural = "memories"
 
     def __str__(self) -> str:

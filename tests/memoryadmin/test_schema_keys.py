@@ -57,4 +57,10 @@ def test_only_the_constraints_another_key_already_holds_are_gone():
     assert _foreign_keys("sources_record") == {"snapshot_id"}
     assert _foreign_keys("bundles_chunkorigin") == {"chunk_id"}
     assert _foreign_keys("bundles_chunk") == {"team_id"}
-    assert _foreign_keys("reviews_memory") == {"team_id", "repository_id"}
+    assert _foreign_keys("reviews_memory") == {"repository_id"}  # the repository's holds the team
+
+
+def test_a_memory_ref_keeps_its_index_without_the_like_twin():
+    indexes = _indexes("reviews_memory")
+    assert indexes["reviews_memory_ref_54f8e917"].endswith("btree (ref)")
+    assert not [sql for sql in indexes.values() if "pattern_ops" in sql]
