@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 
 from django.db import transaction
@@ -155,6 +156,9 @@ _FIELDS = (
 _AT = {name: i for i, name in enumerate(("pk", "memory_id", *_FIELDS))}  # in a held row
 _MIRRORED = IndexedMemory._fields[1:]  # what the brain reads of an active memory
 _NEW_FIELDS = ("team", "repository", "indexed_at", "memory_id", *_FIELDS)
+# a read row's values, each a tuple made in C (a `row.get` per field was a call each)
+_new_values = itemgetter("memory_id", *_FIELDS)
+_mirrored = itemgetter(*IndexedMemory._fields)
 
 
 @transaction.atomic
@@ -184,6 +188,7 @@ def index_store(*, repository: Repository, snapshot: IndexSnapshot) -> Repositor
     # plain values both ways: a Memory instance per row was a third of storing an index
     held = Memory.objects.filter(repository=repository).values_list("pk", "memory_id", *_FIELDS)
     existing = {row[1]: row for row in stream_rows(held, itersize=2000, json_loads=json_loads)}
+    team_id, repository_id = repository.team_id, repository.pk  # not a descriptor per row
     seen = set()
     to_create: list[tuple[Any, ...]] = []
     # rows by the fields that changed: after a batch approval only status, updated and the
@@ -200,9 +205,7 @@ def index_store(*, repository: Repository, snapshot: IndexSnapshot) -> Repositor
             new_proposals.append(row)  # a new id, or one proposed again
         stored = current  # the row as the table holds it after the swap (None: written now)
         if current is None:
-            to_create.append(
-                (repository.team_id, repository.pk, now, row["memory_id"], *map(row.get, _FIELDS))
-            )
+            to_create.append((team_id, repository_id, now, *_new_values(row)))
         elif current[_AT["blob_sha"]] != row["blob_sha"] or any(
             current[_AT[name]] != row[name] for name in ("stale", "added_commit")
         ):
@@ -212,7 +215,7 @@ def index_store(*, repository: Repository, snapshot: IndexSnapshot) -> Repositor
             stored = None
         if stored is None:
             if row["status"] == MemoryStatus.ACTIVE:
-                active.append(IndexedMemory(row["memory_id"], *map(row.get, _MIRRORED)))
+                active.append(IndexedMemory(*_mirrored(row)))
         elif stored[_AT["status"]] == MemoryStatus.ACTIVE:
             active.append(IndexedMemory(stored[1], *(stored[_AT[n]] for n in _MIRRORED)))
     insert_values(Memory, _NEW_FIELDS, to_create, batch_size=500)

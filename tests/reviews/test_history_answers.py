@@ -74,7 +74,8 @@ class Repo:
         index = {"GIT_INDEX_FILE": str(self.path / ".git" / "test-index")}
         self.git("read-tree", "--empty", env=index)
         listing = "".join(f"100644 {self.blobs[c]}\t{p}\0" for p, c in files.items())
-        self.git("update-index", "-z", "--index-info", stdin=listing.encode(), env=index)
+        stdin = listing.encode("utf-8", "surrogateescape")  # a name may hold any bytes
+        self.git("update-index", "-z", "--index-info", stdin=stdin, env=index)
         tree = self.git("write-tree", env=index).strip()
         stamp = f"{self.clock} +0000"
         who = {
@@ -365,3 +366,24 @@ def test_answers_that_cannot_be_kept_cost_the_next_index_a_full_walk_not_this_on
     head = repo.commit([head], {MEMORIES[0]: "m0", "src/a.py": "v2"})
     repo.move_main(head)
     assert answers(repo, copy).base is None and walked_in_full(copy)
+
+
+def test_answers_for_a_file_name_that_is_not_utf8_are_kept_as_read(repo, copy):
+    """git hands back a name's bytes that are not UTF-8 as surrogates: the kept answers escape
+    them (the fast encoder refuses them) and the next index starts from them."""
+    odd = f"{FOLDER}/m\udce9.md"  # the byte 0xE9 alone, as git's output decodes it
+    head = repo.commit([], {odd: "m0"})
+    repo.move_main(head)
+    with copy.locked():
+        history = History(copy, head, folder=FOLDER)
+        assert set(history.added_by()) == {odd}
+        history.link_times([])
+        history.save()
+    head = repo.commit([head], {odd: "m0", MEMORIES[1]: "m1"})
+    repo.move_main(head)
+    copy.commands.clear()
+    with copy.locked():
+        again = History(copy, head, folder=FOLDER)
+        added = again.added_by()
+    assert again.base is not None and not walked_in_full(copy)
+    assert set(added) == {odd, MEMORIES[1]} and added[odd] == history.added_by()[odd]
