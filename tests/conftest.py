@@ -31,6 +31,19 @@ SESSION_WORKER: dict[str, str] = {}
 
 
 @pytest.fixture
+def ratelimit_clock(monkeypatch):  # type: ignore[no-untyped-def]
+    """The rate limiter's clock held at one second for the test: its windows are a fixed
+    minute (django-ratelimit), and a test's requests spanning a minute's edge on a slow
+    machine would start counting afresh half-way (30 failures, then a 401 where a 429 is due)."""
+    import time
+
+    from django_ratelimit import core
+
+    now = time.time()
+    monkeypatch.setattr(core, "time", type("Clock", (), {"time": staticmethod(lambda: now)}))
+
+
+@pytest.fixture
 def team(db) -> Team:  # type: ignore[no-untyped-def]
     return team_create(actor=Actor.system(), slug="alpha", name="Alpha")
 

@@ -7,6 +7,9 @@ import uuid
 
 import pytest
 
+# every window-counting test sees one window (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("ratelimit_clock")
+
 LOGIN = "/accounts/login/"
 
 

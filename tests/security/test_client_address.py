@@ -11,6 +11,9 @@ from rest_framework.test import APIClient
 from memoryadmin.env import ConfigError, env_networks
 from memoryadmin.models import AuditEvent
 
+# every window-counting test sees one window (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("ratelimit_clock")
+
 PROXY = "10.250.0.7"  # our TLS proxy
 
 
