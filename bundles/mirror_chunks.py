@@ -16,7 +16,7 @@ from django.db.models.expressions import RawSQL
 from bundles.mirrored import MirrorResult, Wanted
 from bundles.models import Chunk, ChunkOrigin
 from memoryadmin.batching import LOOKUP_BATCH, for_batches
-from memoryadmin.bulk import insert_values, json_loads, stream_rows
+from memoryadmin.bulk import insert_new, json_loads, stream_rows
 from memoryadmin.models import Team
 
 
@@ -160,13 +160,9 @@ def chunks_for(
         )
         for digest, w in missing.items()
     ]
-    inserted = insert_values(
-        Chunk,
-        _NEW_CHUNK_FIELDS,
-        rows,
-        ignore_conflicts=True,  # a concurrent import of the same text must not fail this
-        returning=("id", "content_hash"),
-        batch_size=LOOKUP_BATCH,
+    # the missing texts, straight in; a concurrent import of the same text must not fail this
+    inserted = insert_new(
+        Chunk, _NEW_CHUNK_FIELDS, rows, key="content_hash", batch_size=LOOKUP_BATCH
     )
     result.chunks_created += len(missing)
     for pk, digest in inserted:

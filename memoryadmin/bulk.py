@@ -8,6 +8,7 @@ Other databases (SQLite, the embedded default) keep `bulk_create`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -18,7 +19,7 @@ from typing import Any
 
 import orjson
 from django.core.exceptions import EmptyResultSet
-from django.db import connection, models, transaction
+from django.db import IntegrityError, connection, models, transaction
 from django.db.models import QuerySet
 
 _cursor_names = itertools.count()
@@ -143,6 +144,47 @@ def insert_values(
         clauses.append("RETURNING " + ", ".join(columns))
     conflict = " ".join(clauses) or None
     return copy_rows(model, [f.column for f in fields], prepared, conflict=conflict)
+
+
+def insert_new(
+    model: type[models.Model],
+    names: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    key: str,
+    batch_size: int = 1000,
+) -> list[tuple[Any, Any]]:
+    """`insert_values(…, ignore_conflicts=True, returning=("id", key))` for rows a look-up just
+    found missing (`key`: one of `names`): the same rows stored, the same (id, key value) of
+    each returned. PostgreSQL: without the scratch table, as the only conflict left is a
+    concurrent insert; the ids come from the table's sequence and the rows are COPY-ed straight
+    in a savepoint, whose unique violation rolls back to take the scratch path. The model's
+    key is an auto field."""
+    pk = model._meta.pk
+    scratch = functools.partial(
+        insert_values, model, names, rows, ignore_conflicts=True, returning=(pk.name, key)
+    )
+    if connection.vendor != "postgresql" or not rows:
+        return scratch(batch_size=batch_size)  # type: ignore[return-value]
+    with connection.cursor() as cursor:
+        cursor.execute(  # the sequence looked up once, not per row
+            "WITH s AS MATERIALIZED (SELECT pg_get_serial_sequence(%s, %s)::regclass AS seq) "
+            "SELECT nextval(s.seq) FROM s, generate_series(1, %s)",
+            [connection.ops.quote_name(model._meta.db_table), pk.column, len(rows)],
+        )
+        ids = sorted(value for (value,) in cursor.fetchall())
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    plan = _row_plan(_given_fields(model, names), fields)
+    try:
+        with transaction.atomic():
+            columns = [pk.column, *(f.column for f in fields)]
+            copy_rows(model, columns, ((i, *plan(row)) for i, row in zip(ids, rows, strict=True)))
+    except IntegrityError as error:
+        if getattr(error.__cause__, "sqlstate", None) != "23505":  # unique_violation
+            raise
+        return scratch()  # type: ignore[return-value]
+    at = list(names).index(key)
+    return [(i, row[at]) for i, row in zip(ids, rows, strict=True)]
 
 
 # Distinct datetimes a row plan keeps the text of. psycopg formats a datetime for COPY as

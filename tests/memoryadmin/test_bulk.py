@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bundles.models import Chunk
-from memoryadmin.bulk import bulk_insert, insert_values, update_values
+from memoryadmin.bulk import bulk_insert, insert_new, insert_values, update_values
 
 pytestmark = pytest.mark.django_db
 
@@ -205,3 +205,51 @@ def test_two_column_lists_for_one_table_share_no_scratch_table_in_a_transaction(
         "one": None,
         "two": WHEN,
     }
+
+
+# -- insert_new: rows a look-up found missing --------------------------------------------------
+
+
+def test_it_inserts_new_rows_and_returns_their_ids_by_key(team):
+    from django.db import connection
+
+    returned = insert_new(
+        Chunk, VALUE_FIELDS, [_values(team, "one"), _values(team, "two")], key="content"
+    )
+    stored = dict(Chunk.objects.filter(team=team).values_list("id", "content"))
+    assert sorted(stored.values()) == ["one", "two"]
+    # PostgreSQL returns the inserted rows; elsewhere nothing (callers look them up)
+    assert returned == (sorted(stored.items()) if connection.vendor == "postgresql" else [])
+    chunk = Chunk.objects.get(team=team, content="one")
+    assert (chunk.tags, chunk.metadata, chunk.created_at) == (
+        ["a", "ü"],
+        {"n": {"l": [1, 2.5, None]}},
+        WHEN,
+    )
+    assert (chunk.standalone, chunk.zone, chunk.secret_findings) == (True, "standard", [])
+
+
+def test_a_row_inserted_meanwhile_is_skipped_as_a_conflict(team):
+    """A concurrent insert of the same text: the straight COPY's unique violation rolls back
+    to its savepoint and the rows take the scratch path, which skips that one."""
+    from django.db import connection, transaction
+
+    insert_values(Chunk, VALUE_FIELDS, [_values(team, "one")])
+    with transaction.atomic():
+        returned = insert_new(
+            Chunk, VALUE_FIELDS, [_values(team, "two"), _values(team, "one")], key="content"
+        )
+        assert Chunk.objects.filter(team=team).count() == 2  # the transaction goes on
+    two = Chunk.objects.get(team=team, content="two")
+    assert returned == ([(two.pk, "two")] if connection.vendor == "postgresql" else [])
+
+
+def test_any_other_integrity_error_is_raised(team):
+    from django.db import IntegrityError, connection, transaction
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the straight COPY is PostgreSQL's (SQLite's INSERT OR IGNORE skips all)")
+    row = (team.pk, None, "0" * 64, "fact", [], {}, WHEN)  # content is NOT NULL
+    with pytest.raises(IntegrityError), transaction.atomic():
+        insert_new(Chunk, VALUE_FIELDS, [row], key="content_hash")
+    assert not Chunk.objects.filter(team=team).exists()
