@@ -121,12 +121,13 @@ def insert_values(
     ignore_conflicts: bool = False,
     returning: Sequence[str] = (),
     batch_size: int = 1000,
+    planned: bool = False,
 ) -> list[tuple[Any, ...]]:
     """Insert plain rows (values for the fields `names`, Python values as the fields hold them)
     without a model instance per row; every other field takes its default, computed once.
     PostgreSQL: COPY, through a scratch table with ON CONFLICT DO NOTHING when conflicts are
     ignored, returning the `returning` columns of the rows actually inserted. Elsewhere:
-    `bulk_create`, and nothing is returned (callers look the rows up)."""
+    `bulk_create`, and nothing is returned. `planned`: rows made by `value_plan` already."""
     given = _given_fields(model, names)
     if connection.vendor != "postgresql":
         attnames = [f.attname for f in given]
@@ -136,7 +137,7 @@ def insert_values(
         )
         return []
     fields = [f for f in model._meta.concrete_fields if not (f.primary_key and f.db_returning)]
-    prepared = map(_row_plan(given, fields), rows)
+    prepared = rows if planned else map(_row_plan(given, fields), rows)
     clauses = ["ON CONFLICT DO NOTHING"] if ignore_conflicts else []
     if returning:
         quote = connection.ops.quote_name
@@ -144,6 +145,15 @@ def insert_values(
         clauses.append("RETURNING " + ", ".join(columns))
     conflict = " ".join(clauses) or None
     return copy_rows(model, [f.column for f in fields], prepared, conflict=conflict)
+
+
+def value_plan(model: type[models.Model], names: Sequence[str]) -> Callable[[Sequence[Any]], Any]:
+    """values for the fields `names` -> the row `insert_values(…, planned=True)` takes (the
+    COPY's on PostgreSQL), made ahead: on another thread than the connection's, one plan each."""
+    if connection.vendor != "postgresql":
+        return tuple
+    fields = [f for f in model._meta.concrete_fields if not (f.primary_key and f.db_returning)]
+    return _row_plan(_given_fields(model, names), fields)
 
 
 def insert_new(
@@ -154,12 +164,10 @@ def insert_new(
     key: str,
     batch_size: int = 1000,
 ) -> list[tuple[Any, Any]]:
-    """`insert_values(…, ignore_conflicts=True, returning=("id", key))` for rows a look-up just
-    found missing (`key`: one of `names`): the same rows stored, the same (id, key value) of
-    each returned. PostgreSQL: without the scratch table, as the only conflict left is a
-    concurrent insert; the ids come from the table's sequence and the rows are COPY-ed straight
-    in a savepoint, whose unique violation rolls back to take the scratch path. The model's
-    key is an auto field."""
+    """`insert_values(…, ignore_conflicts=True, returning=(pk, key))` for rows a look-up just
+    found missing: the same rows stored and returned. PostgreSQL: the only conflict left is a
+    concurrent insert, so the (auto) keys come from the sequence and the rows are COPY-ed
+    straight in a savepoint; a unique violation rolls back to it and takes the scratch path."""
     pk = model._meta.pk
     scratch = functools.partial(
         insert_values, model, names, rows, ignore_conflicts=True, returning=(pk.name, key)
@@ -194,9 +202,8 @@ MOMENT_TEXTS = 4096
 
 
 def _default(field: models.Field) -> Any:
-    """The value a field not given takes, as COPY sends it: a JSON field's default as its
-    text once (`get_db_prep_save` wraps it for psycopg, which serialised it with the standard
-    library on every row), a moment as its text once, any other through the field."""
+    """The value a field not given takes, as COPY sends it: a JSON field's default as its text
+    (psycopg serialised it with the standard library on every row), a moment's as its text."""
     if type(field) is models.JSONField and field.encoder is None:
         return json_text(field.get_default())
     value = field.get_db_prep_save(field.get_default(), connection)
@@ -206,10 +213,9 @@ def _default(field: models.Field) -> Any:
 def _row_plan(
     given: list[models.Field], fields: list[models.Field]
 ) -> Callable[[Sequence[Any]], Sequence[Any]]:
-    """given row -> its values for the table's columns `fields`: the JSON ones serialised,
-    the datetimes as psycopg's text of them (each distinct one formatted once), each field not given
-    its default (computed once), in column order. Built of C-level steps (a list copy, one
-    `itemgetter`) rather than a Python step per column."""
+    """given row -> its values for the table's columns `fields`: the JSON ones serialised, the
+    datetimes as psycopg's text (each distinct one formatted once), each field not given its
+    default (computed once), in column order: C-level steps, not a Python step per column."""
     json_at = [i for i, f in enumerate(given) if isinstance(f, models.JSONField)]
     moments = [i for i, f in enumerate(given) if isinstance(f, models.DateTimeField)]
     texts: dict[datetime, str] = {}
@@ -222,10 +228,9 @@ def _row_plan(
         else:
             order.append(len(given) + len(defaults))
             defaults.append(_default(f))
+    pick = operator.itemgetter(*order) if len(order) > 1 else (lambda v: (v[order[0]],))
     if order == list(range(len(order))) and len(order) == len(given):
         pick = None  # every column given, in the table's order
-    else:
-        pick = operator.itemgetter(*order) if len(order) > 1 else (lambda v: (v[order[0]],))
 
     def plan(row: Sequence[Any]) -> Sequence[Any]:
         values = [*row, *defaults]

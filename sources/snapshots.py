@@ -12,7 +12,7 @@ from typing import Any
 
 from formats import openmemories as om
 from memoryadmin.batching import for_batches
-from memoryadmin.bulk import bulk_insert, insert_values, json_loads, stream_rows
+from memoryadmin.bulk import bulk_insert, insert_values, json_loads, stream_rows, value_plan
 from sources.fetchers import Validator
 from sources.fetchers.read import ReadRecord, ReadResult, SelectionKey
 from sources.models import TIMED, HttpValidator, Problem, Record, Rejection, Snapshot, Source
@@ -235,34 +235,54 @@ def records_insert(
     state: Callable[[om.Record], tuple[bool, str]],
 ) -> None:
     """Store read records in a snapshot; `state`: a record's (active, inactive reason)."""
-    # plain rows, COPY-ed: a Record instance per row was a sixth of a cold refresh; in
-    # batches, as the spool gives them (elsewhere than PostgreSQL `bulk_create` lists them)
-    rows = (
-        (
-            snapshot_id,
-            source_id,
-            r.id,
-            item.entry.path,
-            r.kind,
-            r.scope,
-            r.title,
-            r.body,
-            list(r.tags),
-            r.provenance,
-            r.created,
-            r.updated,
-            r.expires,
-            list(r.supersedes),
-            r.extensions,
-            r.content_hash,
-            now,
-            *state(r),
-        )
-        for item in items
-        for r in (item.record,)
-    )
+    # in batches, as the spool gives them (elsewhere than PostgreSQL `bulk_create` lists them)
+    rows = map(record_rows(snapshot_id, source_id, now, state), items)
     for batch in for_batches(rows, RECORD_BATCH):
-        insert_values(Record, RECORD_FIELDS, batch, batch_size=INSERT_BATCH)
+        records_store(batch)
+
+
+def record_rows(
+    snapshot_id: int,
+    source_id: int,
+    now: datetime,
+    state: Callable[[om.Record], tuple[bool, str]],
+) -> Callable[[ReadRecord], Any]:
+    """read record -> its row as `records_store` takes it: plain values, made ready for COPY
+    (`value_plan`; a Record instance per row was a sixth of a cold refresh). Plain Python: a
+    streamed refresh makes them on its read's thread, one maker per thread."""
+    plan = value_plan(Record, RECORD_FIELDS)
+
+    def row(item: ReadRecord) -> Any:
+        r = item.record
+        return plan(
+            (
+                snapshot_id,
+                source_id,
+                r.id,
+                item.entry.path,
+                r.kind,
+                r.scope,
+                r.title,
+                r.body,
+                list(r.tags),
+                r.provenance,
+                r.created,
+                r.updated,
+                r.expires,
+                list(r.supersedes),
+                r.extensions,
+                r.content_hash,
+                now,
+                *state(r),
+            )
+        )
+
+    return row
+
+
+def records_store(rows: list[Any]) -> None:
+    """Store rows `record_rows` made (one COPY on PostgreSQL)."""
+    insert_values(Record, RECORD_FIELDS, rows, batch_size=INSERT_BATCH, planned=True)
 
 
 def _flip(selection: om.Selection, rows: Iterable[tuple[int, str, bool, str]]) -> bool:

@@ -20,7 +20,7 @@ import contextlib
 import functools
 import queue
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -33,7 +33,7 @@ from sources.fetchers.read import ReadRecord, ReadResult, read_source
 from sources.models import Health, RefreshRun, Snapshot
 from sources.services.refresh_store import _locked, _succeeded, refresh_succeeded
 from sources.signals import ServedRow, announce
-from sources.snapshots import StoredRecord, records_insert, snapshot_create
+from sources.snapshots import StoredRecord, record_rows, records_store, snapshot_create
 
 # Records handed from the read's thread at a time, and how many such hand-overs may wait: what
 # the stream holds in memory beyond the mirror's own batch (bounded, not the source's size).
@@ -57,7 +57,9 @@ class _Stopped(BaseException):
 
 class StreamedRead:
     """`read_source` on a thread of its own, its manifest and records handed over as read.
-    The fetcher is closed when the read ends; `close` stops a read the swap gave up on."""
+    The fetcher is closed when the read ends; `close` stops a read the swap gave up on.
+    Once the swap sets `prepare`, the read's thread makes each record's row to store with
+    it, while the swap waits on the database (the swap makes the rows of the others)."""
 
     def __init__(
         self,
@@ -69,7 +71,8 @@ class StreamedRead:
     ) -> None:
         self._queue: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=WAITING)
         self._stop = threading.Event()
-        self._pending: list[ReadRecord] = []
+        self._pending: list[tuple[ReadRecord, Any]] = []
+        self.prepare: Callable[[ReadRecord], Any] | None = None
         self._done: ReadResult | None = None
         self._fetcher = fetcher  # the read's thread closes it; `close` when it never ran
         self._read = functools.partial(
@@ -106,7 +109,11 @@ class StreamedRead:
             self._fetcher.close()
 
     def _record(self, item: ReadRecord) -> None:
-        self._pending.append(item)
+        row = None
+        if self.prepare is not None:
+            with contextlib.suppress(Exception):  # the swap makes it again, and says what failed
+                row = self.prepare(item)
+        self._pending.append((item, row))
         if len(self._pending) >= HANDOVER:
             self._put("records", self._pending)
             self._pending = []
@@ -137,8 +144,9 @@ class StreamedRead:
             raise RuntimeError(f"the streamed read sent {kind} before its manifest")
         return value
 
-    def records(self) -> Iterator[ReadRecord]:
-        """The kept records as they are read (iterate once)."""
+    def records(self) -> Iterator[tuple[ReadRecord, Any]]:
+        """The kept records as they are read, each with its row when `prepare` made it
+        (iterate once)."""
         while self._done is None:
             kind, value = self._next()
             if kind == "records":
@@ -180,28 +188,31 @@ class _Stored:
 
     def __init__(self, stream: StreamedRead, snapshot: Snapshot, now: datetime, at: datetime):
         self.ordered = True
-        self._snapshot = snapshot
-        self._now, self._at = now, at
-        self._batch: list[ReadRecord] = []
+
+        def rows() -> Callable[[ReadRecord], Any]:
+            return record_rows(
+                snapshot.pk,
+                snapshot.source_id,
+                now,
+                lambda r: (False, "expired") if r.is_expired(at) else (True, ""),
+            )
+
+        self._row = rows()
+        stream.prepare = rows()  # the read's thread's own
+        self._rows: list[Any] = []
         self._items = self._take(stream)
 
     def _take(self, stream: StreamedRead) -> Iterator[ReadRecord]:
-        for item in stream.records():
-            self._batch.append(item)
-            if len(self._batch) >= STORE_BATCH:
+        for item, row in stream.records():
+            self._rows.append(self._row(item) if row is None else row)
+            if len(self._rows) >= STORE_BATCH:
                 self._store()
             yield item
 
     def _store(self) -> None:
-        at = self._at
-        records_insert(
-            self._snapshot.pk,
-            self._snapshot.source_id,
-            self._batch,
-            self._now,
-            lambda r: (False, "expired") if r.is_expired(at) else (True, ""),
-        )
-        self._batch = []
+        if self._rows:
+            records_store(self._rows)
+        self._rows = []
 
     def __iter__(self) -> Iterator[ServedRow]:
         last = None
