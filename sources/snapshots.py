@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import psycopg
+from django.db import connection
+
 from formats import openmemories as om
 from memoryadmin.batching import for_batches
 from memoryadmin.bulk import bulk_insert, insert_values, json_loads, stream_rows, value_plan
@@ -195,7 +198,7 @@ def snapshot_create(
         snapshot = opened
         for name, value in fields.items():
             setattr(snapshot, name, value)
-        snapshot.save(update_fields=list(fields))
+        _save(snapshot, list(fields))
     if not records_stored:
         active, inactive = selection.active, selection.inactive
         records_insert(
@@ -285,6 +288,31 @@ def records_store(rows: list[Any]) -> None:
     insert_values(Record, RECORD_FIELDS, rows, batch_size=INSERT_BATCH, planned=True)
 
 
+BYTE_FIELDS = ("manifest_body", "raw_entries", "raw_stats")
+
+
+def _save(snapshot: Snapshot, fields: list[str]) -> None:
+    """`snapshot.save(update_fields=fields)`. PostgreSQL: the byte fields go as binary
+    parameters of a statement of their own. Django binds values into a statement's text, where
+    a 10k source's ~1 MB of them was ~2 MB of hex for the server to parse (its CPU: 13 ms
+    against 6, ~20 against 7 ms of the swap's wall)."""
+    blobs = [name for name in fields if name in BYTE_FIELDS]
+    if connection.vendor != "postgresql" or not blobs:
+        snapshot.save(update_fields=fields)
+        return
+    rest = [name for name in fields if name not in BYTE_FIELDS]
+    if rest:
+        snapshot.save(update_fields=rest)
+    columns = ", ".join(f'"{Snapshot._meta.get_field(name).column}" = %s' for name in blobs)
+    values = [getattr(snapshot, name) for name in blobs]
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(
+            f'UPDATE "{Snapshot._meta.db_table}" SET {columns} WHERE "id" = %s',  # noqa: S608
+            [*values, snapshot.pk],
+        )
+
+
 def _flip(selection: om.Selection, rows: Iterable[tuple[int, str, bool, str]]) -> bool:
     """Store the selection's state on the stored records (pk, record id, active, inactive
     reason) whose state it changed; True when it changed any."""
@@ -316,8 +344,7 @@ def snapshot_touch(
     snapshot.retrieved_at = now
     snapshot.active_count = len(selection.active)
     snapshot.raw_digest, snapshot.raw_entries, snapshot.raw_stats = raw
-    fields = ["retrieved_at", "active_count", "raw_digest", "raw_entries", "raw_stats"]
-    snapshot.save(update_fields=fields)
+    _save(snapshot, ["retrieved_at", "active_count", "raw_digest", "raw_entries", "raw_stats"])
     return flipped
 
 
@@ -355,5 +382,5 @@ def snapshot_keep(
     if stats is not None:
         snapshot.raw_stats = stats
         fields.append("raw_stats")
-    snapshot.save(update_fields=fields)
+    _save(snapshot, fields)
     return flipped
