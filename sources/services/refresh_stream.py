@@ -109,14 +109,18 @@ class StreamedRead:
             self._fetcher.close()
 
     def _record(self, item: ReadRecord) -> None:
-        row = None
-        if self.prepare is not None:
-            with contextlib.suppress(Exception):  # the swap makes it again, and says what failed
-                row = self.prepare(item)
-        self._pending.append((item, row))
+        self._pending.append((item, self._row(item)))
         if len(self._pending) >= HANDOVER:
             self._put("records", self._pending)
             self._pending = []
+
+    def _row(self, item: ReadRecord) -> Any:
+        if self.prepare is None:
+            return None
+        try:
+            return self.prepare(item)
+        except Exception:  # the swap makes it again, and says what failed
+            return None
 
     def _put(self, kind: str, value: Any) -> None:
         while not self._stop.is_set():

@@ -210,3 +210,36 @@ def test_nothing_the_stream_writes_is_seen_before_the_commit(  # type: ignore[no
     # the swap had written origins (so chunks and records) before the read ended: none seen
     assert seen == [(1, 0, 0)]
     assert after == 8
+
+
+def test_a_row_the_reads_thread_could_not_make_is_made_by_the_swap(  # type: ignore[no-untyped-def]
+    team, tmp_path, small_batches, streamed, monkeypatch
+):
+    """The read's thread makes each record's row to store (record_rows); where that fails the
+    swap makes it again, so the read neither fails nor loses the record."""
+    made = refresh_stream.record_rows
+    makers: list[object] = []
+
+    def record_rows(*args):  # type: ignore[no-untyped-def]
+        make = made(*args)
+        makers.append(make)
+        if len(makers) == 1:  # the swap's own
+            return make
+
+        def failing(item):  # type: ignore[no-untyped-def]
+            if item.record.id in ("r01", "r04"):
+                raise ValueError("not this one")
+            return make(item)
+
+        return failing
+
+    monkeypatch.setattr(refresh_stream, "record_rows", record_rows)
+    source = _source(team, tmp_path)
+    run = _refresh(source)
+    assert run.status == RunStatus.SUCCEEDED and streamed == ["streamed"]
+    assert len(makers) == 2
+    records = Record.objects.filter(snapshot=source.current_snapshot)
+    assert sorted(records.values_list("record_id", "active", "title", "body")) == [
+        (i, True, "A record", f"\nBody of {i}.\n") for i in IDS
+    ]
+    assert [ref for ref, _ in _served(team)] == [f"source:{source.pk}:{i}" for i in IDS]
