@@ -28,6 +28,7 @@ from typing import Any
 
 import git as gitpython
 
+from formats import memoryrail
 from memoryadmin.locks import named_lock
 from reviews import gitobjects
 from reviews.gitenv import (
@@ -45,7 +46,6 @@ from reviews.gitenv import (
     scrub,
 )
 from reviews.giterrors import GitError, LockNotHeld, PushRejected, TransientGitError, git_error
-from reviews.worktree import WorktreeFiles
 from webhooks import netguard
 
 logger = logging.getLogger(__name__)
@@ -55,6 +55,10 @@ MAX_REJECTED_PUSHES = 5
 HISTORY_COMMANDS = frozenset({"log", "rev-list", "diff-tree", "merge-base"})
 LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}  # a path is a path: no glob, no `:(…)` magic
 OUTGOING_REF = "refs/memoryadmin/outgoing"  # commit_objects' scratch ref (fast-import needs one)
+# Git's own sparse checkout (non-cone patterns, git >= 2.25): the memory files stay in the
+# objects; everything reads them from there (`WorkingCopy.project`), and writing 5,000 files
+# was most of a sync's git time.
+SPARSE_PATTERNS = f"/*\n!/{memoryrail.MEMORIES_DIR}/\n"
 
 
 class WorkingCopy:
@@ -77,7 +81,6 @@ class WorkingCopy:
         self.lock_name = lock_name
         self.policy = policy or RemotePolicy()
         self._session: Session | None = None
-        self.files = WorktreeFiles(path)
 
     @contextmanager
     def locked(self, *, wait: float = 0.0) -> Iterator[WorkingCopy]:
@@ -180,10 +183,18 @@ class WorkingCopy:
         """Create the working copy, or recreate it when it is not a clone of this remote."""
         if (self.path / ".git").is_dir():
             try:
-                current = self._run("config", "--get", "remote.origin.url", mutating=False)
+                settings = self._run(
+                    "config",
+                    "--get-regexp",
+                    r"^(remote\.origin\.url|core\.sparsecheckout)$",
+                    mutating=False,
+                )
             except GitError:
-                current = ""
-            if current.strip() == self.remote_url:
+                settings = ""
+            current = dict(line.partition(" ")[::2] for line in settings.splitlines())
+            if current.get("remote.origin.url") == self.remote_url:
+                if current.get("core.sparsecheckout") != "true" or not self._sparse_written():
+                    self._sparse_set()  # a clone made before: its memory files go at the reset
                 return
         if self._session is None:
             raise LockNotHeld("clone needs the lock")
@@ -192,7 +203,26 @@ class WorkingCopy:
         self.path.mkdir(parents=True)
         self._run("init", "--quiet", mutating=True)
         self._run("remote", "add", "origin", self.remote_url, mutating=True)
-        self.files.forget()
+        self._sparse_set()
+
+    def _sparse_file(self) -> Path:
+        return self.path / ".git" / "info" / "sparse-checkout"
+
+    def _sparse_written(self) -> bool:
+        try:
+            return self._sparse_file().read_text(encoding="utf-8") == SPARSE_PATTERNS
+        except OSError:
+            return False
+
+    def _sparse_set(self) -> None:
+        """Leave the memories folder out of every checkout from now on (the next forced
+        checkout removes what is on disk of it)."""
+        if self._session is None:
+            raise LockNotHeld("the sparse checkout setting needs the lock")
+        self._run("config", "core.sparseCheckoutCone", "false", mutating=True)
+        self._sparse_file().parent.mkdir(parents=True, exist_ok=True)
+        self._sparse_file().write_text(SPARSE_PATTERNS, encoding="utf-8")
+        self._run("config", "core.sparseCheckout", "true", mutating=True)
 
     def fetch(self, *, head: bool = True) -> str:
         """Fetch the branch; return the remote head commit (with `head`, else "")."""
@@ -202,11 +232,11 @@ class WorkingCopy:
 
     def reset_to_remote(self) -> str:
         """Branch, index and files become the remote head's: a forced checkout -B resets all
-        three (a `reset --hard` after it only stat'ed every file), `clean` drops the rest."""
+        three (a `reset --hard` after it only stat'ed every file), `clean` drops the rest; the
+        memories folder is left out of the files (`SPARSE_PATTERNS`)."""
         remote = f"refs/remotes/origin/{self.branch}"
         self._run("checkout", "--quiet", "--force", "-B", self.branch, remote, mutating=True)
         self._run("clean", "-ffdxq", mutating=True)
-        self.files.forget()  # the checkout may have replaced any folder (by a symlink too)
         return self.rev_parse("HEAD")
 
     def sync(self) -> str:
@@ -291,6 +321,25 @@ class WorkingCopy:
 
     def blob_shas(self, folder: str) -> dict[str, str]:
         return {path: entry.sha for path, entry in self.tree_entries("HEAD", folder).items()}
+
+    def project(
+        self, rev: str = "HEAD", *, config: memoryrail.Config | memoryrail.ConfigError | None = None
+    ) -> tuple[memoryrail.Project, dict[str, gitobjects.TreeEntry]]:
+        """The project of commit `rev` read from its objects (`memoryrail.read_entries`: one
+        `ls-tree`, one `cat-file --batch`), and the memories folder's entries; `config`: its
+        config (None: the checked-out file's, which the sparse checkout keeps)."""
+        entries = self.tree_entries(rev, memoryrail.MEMORIES_DIR)
+        modes = {path: entry.mode for path, entry in entries.items()}
+
+        def read(paths: list[str]) -> dict[str, bytes]:
+            contents = self.contents(entries[path].sha for path in paths)
+            return {
+                path: data
+                for path in paths
+                if (data := contents.get(entries[path].sha)) is not None
+            }
+
+        return memoryrail.read_entries(self.path, modes, read, config=config), entries
 
     def history(
         self, command: str, *args: str, paths: tuple[str, ...] = (), stdin: bytes | None = None

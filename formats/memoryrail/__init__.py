@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from formats.memoryrail.agentfiles import AGENT_FILES, has_block, render_block, replace_block
-from formats.memoryrail.config import ConfigError, find_root, load_config, parse_config
+from formats.memoryrail.config import (
+    ConfigError,
+    config_from_entry,
+    find_root,
+    load_config,
+    parse_config,
+)
 from formats.memoryrail.core import parse_memory, read_project
+from formats.memoryrail.entries import read_entries
 from formats.memoryrail.fields import format_timestamp, parse_timestamp
 from formats.memoryrail.model import (
     CONFIG_PATH,
@@ -57,6 +64,7 @@ __all__ = [
     "WriteError",
     "approve",
     "check_staleness",
+    "config_from_entry",
     "encode_value",
     "find_root",
     "format_timestamp",
@@ -67,6 +75,7 @@ __all__ = [
     "parse_config",
     "parse_memory",
     "parse_timestamp",
+    "read_entries",
     "read_project",
     "render",
     "render_block",

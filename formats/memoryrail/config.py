@@ -144,3 +144,13 @@ def load_config(root: Path) -> Config:
     if not (_inside(path.parent, root) and _inside(path, root)):
         raise ConfigError("config-missing", f"{CONFIG_PATH} is a symlink, not a regular file")
     return parse_config(read_limited(path, MAX_CONFIG_BYTES))
+
+
+def config_from_entry(mode: str | None, data: bytes | None) -> Config:
+    """`load_config`'s answer from the config file's tree entry: its git mode (None: there is
+    none, or `.memoryrail` is a symlink, which git does not look through) and its bytes."""
+    if mode == "120000":
+        raise ConfigError("config-missing", f"{CONFIG_PATH} is a symlink, not a regular file")
+    if mode not in ("100644", "100755") or data is None:  # none, or a submodule
+        raise ConfigError("config-missing", f"{CONFIG_PATH} does not exist")
+    return parse_config(data[: MAX_CONFIG_BYTES + 1])

@@ -199,34 +199,47 @@ def read_project(
     folder = _open_folder(directory) if entries else None
     try:
         for name, regular in entries:
-            rel = f"{MEMORIES_DIR}/{name}"
-            if _SURROGATE.search(name):  # bytes that are not UTF-8, decoded by surrogateescape
-                shown = os.fsencode(name).decode("utf-8", "backslashreplace")
-                message = "the file name is not valid UTF-8; nothing in it is read"
-                project.problems.append(
-                    Problem("not-utf8", f"{MEMORIES_DIR}/{shown}", None, message)
-                )
+            if not_utf8_name(project, name):
                 continue
             data = _read_regular(folder, name) if regular and folder is not None else None
-            if data is None:
-                project.problems.append(
-                    Problem("file-not-regular", rel, None, "not a regular file")
-                )
-                continue
-            blob, known_meta = (known or {}).get(rel, ("", None))
-            if known_meta is not None and git_blob_sha(data) != blob:
-                known_meta = None
-            memory, problems = parse_memory(data, path=rel, known_meta=known_meta)
-            if problems:
-                project.problems.extend(problems)
-            if memory is not None:
-                project.memories.append(memory)
-                project.data[rel] = data
+            add_memory_file(project, f"{MEMORIES_DIR}/{name}", data, known)
     finally:
         if folder is not None:
             os.close(folder)
     project.problems.extend(check_references(project.memories))
     return project
+
+
+def not_utf8_name(project: Project, name: str) -> bool:
+    """Report a file name that is not UTF-8 (bytes decoded by surrogateescape): nothing in it
+    is read."""
+    if not _SURROGATE.search(name):
+        return False
+    shown = os.fsencode(name).decode("utf-8", "backslashreplace")
+    message = "the file name is not valid UTF-8; nothing in it is read"
+    project.problems.append(Problem("not-utf8", f"{MEMORIES_DIR}/{shown}", None, message))
+    return True
+
+
+def add_memory_file(
+    project: Project,
+    rel: str,
+    data: bytes | None,
+    known: Mapping[str, tuple[str, dict[str, Any]]] | None,
+) -> None:
+    """Parse one memory file's bytes (None: not a regular file) into `project`."""
+    if data is None:
+        project.problems.append(Problem("file-not-regular", rel, None, "not a regular file"))
+        return
+    blob, known_meta = (known or {}).get(rel, ("", None))
+    if known_meta is not None and git_blob_sha(data) != blob:
+        known_meta = None
+    memory, problems = parse_memory(data, path=rel, known_meta=known_meta)
+    if problems:
+        project.problems.extend(problems)
+    if memory is not None:
+        project.memories.append(memory)
+        project.data[rel] = data
 
 
 def _memory_entries(directory: Path) -> list[tuple[str, bool]]:

@@ -1,6 +1,6 @@
 """What a decision changes in the repository, read from the objects of the remote head it is
 applied to (`WorkingCopy.commit_objects` makes the commit): the files of the working copy are
-touched only to render a generated agent file, which lists every memory."""
+not touched, a generated agent file's block is rendered from the objects too."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ class Conflict(Exception):
 def decision_changes(copy: WorkingCopy, decision: Decision, head: str, *, now: str) -> Changes:
     """The files the decision writes or removes on commit `head`; Conflict if upstream moved a
     proposal since it was reviewed."""
-    entries = copy.tree_entries(head, memoryrail.MEMORIES_DIR, *memoryrail.AGENT_FILES)
+    entries = copy.tree_entries(
+        head, memoryrail.MEMORIES_DIR, *memoryrail.AGENT_FILES, memoryrail.CONFIG_PATH
+    )
     # values, not instances: 1,000 items with their memories' front matter took seconds
     items = decision.items.order_by("pk").values_list(
         "path", "ref", "blob_sha", "memory__blob_sha", "memory__front_matter"
@@ -36,7 +38,11 @@ def decision_changes(copy: WorkingCopy, decision: Decision, head: str, *, now: s
         for *_, meta in rows
         if isinstance(meta, dict) and isinstance(meta.get("supersedes"), str)
     )
-    paths = [row[0] for row in rows] + list(superseded) + list(memoryrail.AGENT_FILES)
+    paths = (
+        [row[0] for row in rows]
+        + list(superseded)
+        + [*memoryrail.AGENT_FILES, memoryrail.CONFIG_PATH]
+    )
     files.load(entry.sha for path in paths if (entry := entries.get(path)) and entry.regular)
     for path, ref, blob_sha, indexed_blob, indexed_meta in rows:
         current = entries.get(path)
@@ -111,8 +117,8 @@ class _Files:
 
 def _regenerate_agent_files(copy: WorkingCopy, files: _Files) -> None:
     """Rewrite the managed block of each generated agent file that has one. The block lists
-    every active memory, so it is rendered from the files: the working copy is reset to the
-    head and the decision's changes are written into it first."""
+    every active memory, so it is rendered from the project as the decision leaves it: the
+    head's objects with the decision's changes over them."""
     block = None
     for name in memoryrail.AGENT_FILES:
         data = files.read(name)
@@ -122,19 +128,42 @@ def _regenerate_agent_files(copy: WorkingCopy, files: _Files) -> None:
         if not memoryrail.has_block(text):
             continue
         if block is None:
-            _materialize(copy, files)
-            block = memoryrail.render_block(memoryrail.read_project(copy.path).memories)
+            block = memoryrail.render_block(_project_after(copy, files).memories)
         updated = memoryrail.replace_block(text, block)
         if updated != text:
             files.write(name, updated)
 
 
-def _materialize(copy: WorkingCopy, files: _Files) -> None:
-    """The working copy's files become the fetched head's with the changes written over them
-    (the index is left as it is: the commit is made from objects)."""
-    copy.reset_to_remote()
+def _project_after(copy: WorkingCopy, files: _Files) -> memoryrail.Project:
+    """The project of the head's tree with the decision's changes (`read_entries`), its
+    config read from the same tree."""
+    prefix = f"{memoryrail.MEMORIES_DIR}/"
+    modes = {
+        path: entry.mode
+        for path, entry in files.entries.items()
+        if path.startswith(prefix) or path == memoryrail.MEMORIES_DIR
+    }
     for path, change in files.changes.items():
+        if not path.startswith(prefix):
+            continue
         if change is None:
-            copy.files.remove(path)
+            modes.pop(path, None)
         else:
-            copy.files.write(path, change[1])
+            modes[path] = change[0]
+    config_entry = files.entries.get(memoryrail.CONFIG_PATH)
+    try:
+        config: memoryrail.Config | memoryrail.ConfigError = memoryrail.config_from_entry(
+            config_entry.mode if config_entry else None, files.read(memoryrail.CONFIG_PATH)
+        )
+    except memoryrail.ConfigError as exc:
+        config = exc
+
+    def read(paths: list[str]) -> dict[str, bytes]:
+        files.load(
+            entry.sha
+            for path in paths
+            if path not in files.changes and (entry := files.entries.get(path))
+        )
+        return {path: data for path in paths if (data := files.read(path)) is not None}
+
+    return memoryrail.read_entries(copy.path, modes, read, config=config)

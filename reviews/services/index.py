@@ -17,6 +17,7 @@ from memoryadmin.audit import Actor, audit_record
 from memoryadmin.bulk import insert_values, json_loads, stream_rows, update_values
 from reviews.git import WorkingCopy
 from reviews.githistory import History
+from reviews.gitobjects import TreeEntry
 from reviews.models import Memory, MemoryStatus, Repository, SyncState
 from reviews.services.routing import assignments_refresh
 from reviews.signals import IndexedMemory, repository_indexed
@@ -39,10 +40,12 @@ class IndexSnapshot:
 
 
 def index_read(copy: WorkingCopy, head: str, *, repository: Repository) -> IndexSnapshot:
-    """Read and check every memory of the working copy (call with the lock held). Every file
-    is parsed strictly: at ~30 us a file that is cheaper than reading its stored front matter
-    back from the database to skip the parse (`read_project`'s `known`), as round 6 did."""
-    project = memoryrail.read_project(copy.path)
+    """Read and check every memory of the working copy's HEAD from its objects (call with the
+    lock held): the blobs as committed, whatever a checkout's `.gitattributes` would convert.
+    Every file is parsed strictly: at ~30 us a file that is cheaper than reading its stored
+    front matter back from the database to skip the parse (`read_project`'s `known`), as
+    round 6 did."""
+    project, entries = copy.project("HEAD")
     snapshot = IndexSnapshot(
         head=head,
         config=project.config,
@@ -51,7 +54,7 @@ def index_read(copy: WorkingCopy, head: str, *, repository: Repository) -> Index
     if project.config is None:
         return snapshot
     snapshot.ambiguous_refs = memoryrail.RefIndex(project.memories).ambiguous()
-    blobs = copy.blob_shas(memoryrail.MEMORIES_DIR)
+    blobs = {path: entry.sha for path, entry in entries.items()}
     # the history's answers, walked since the last index's head when that gives the same
     history = History(copy, head, folder=memoryrail.MEMORIES_DIR)
     added = history.added_by()
@@ -62,17 +65,15 @@ def index_read(copy: WorkingCopy, head: str, *, repository: Repository) -> Index
         root=copy.path,
         last_commit_times=history.link_times,
         statuses=memoryrail.REVIEW_STATUSES,
+        memory_entries={path: entry.mode for path, entry in entries.items()},
+        memory_symlinks=_symlink_targets(copy, entries),
     ):
         stale_by_id.setdefault(stale.id, []).append(stale.as_dict())
     history.save()
     for memory in project.memories:
-        # The bytes read_project parsed, not a second read of the file (which could also have
-        # changed in between); splitlines() numbers lines alike with or without \r\n.
-        data = project.data.get(memory.path)
-        if data is None:
-            text = (copy.path / memory.path).read_text(encoding="utf-8")
-        else:
-            text = data.decode("utf-8")
+        # The bytes read_entries parsed (every memory's); splitlines() numbers lines alike
+        # with or without \r\n.
+        text = project.data[memory.path].decode("utf-8")
         findings = [
             {"rule": f.rule, "line": f.line} for f in memoryrail.scan_text(text, path=memory.path)
         ]
@@ -104,6 +105,17 @@ def index_read(copy: WorkingCopy, head: str, *, repository: Repository) -> Index
             }
         )
     return snapshot
+
+
+def _symlink_targets(copy: WorkingCopy, entries: dict[str, TreeEntry]) -> dict[str, str]:
+    """path -> target of the memories folder's symlinks (rare: one `cat-file` when any)."""
+    links = {path: entry.sha for path, entry in entries.items() if entry.mode == "120000"}
+    contents = copy.contents(links.values()) if links else {}
+    return {
+        path: contents[sha].decode("utf-8", "surrogateescape")
+        for path, sha in links.items()
+        if sha in contents
+    }
 
 
 def _jsonable_mapping(meta: dict[str, Any]) -> dict[str, Any]:

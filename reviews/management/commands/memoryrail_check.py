@@ -9,18 +9,58 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from formats import memoryrail
-from reviews.git import GitError, WorkingCopy
+from formats.memoryrail.entries import memory_names
+from reviews.git import SPARSE_PATTERNS, GitError, WorkingCopy
 from reviews.gitenv import Credential
 from reviews.githistory import History
+
+
+def _copy(root: Path) -> WorkingCopy:
+    return WorkingCopy(
+        path=root, remote_url="", branch="", credential=Credential(), lock_name="memoryrail-check"
+    )
+
+
+def _review_copy(root: Path) -> bool:
+    """`root` is a review working copy: its memory files are in git's objects only."""
+    try:
+        sparse = (root / ".git" / "info" / "sparse-checkout").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return sparse == SPARSE_PATTERNS
+
+
+def _read(root: Path) -> tuple[memoryrail.Project, dict[str, bytes], dict[str, str] | None]:
+    """The project, the bytes of each regular memory file (for the secret scan) and, for a
+    review working copy (read from HEAD's objects), the memories folder's entries."""
+    if _review_copy(root):
+        try:
+            project, entries = _copy(root).project("HEAD")
+        except GitError:
+            pass  # no commit yet: what is on disk
+        else:
+            wanted = [
+                f"{memoryrail.MEMORIES_DIR}/{name}"
+                for name, regular in memory_names({p: e.mode for p, e in entries.items()})
+                if regular
+            ]
+            blobs = _copy(root).contents(entries[path].sha for path in wanted)
+            files = {path: blobs[entries[path].sha] for path in wanted}
+            return project, files, {path: entry.mode for path, entry in entries.items()}
+    project = memoryrail.read_project(root)
+    files = {}
+    directory = root / memoryrail.MEMORIES_DIR
+    for file in sorted(directory.glob("*.md")) if directory.is_dir() else []:
+        if file.is_file() and not file.is_symlink():
+            files[f"{memoryrail.MEMORIES_DIR}/{file.name}"] = file.read_bytes()
+    return project, files, None
 
 
 def _last_commit_times(root: Path):  # type: ignore[no-untyped-def]
     """Every link's time in one walk of the history when `root` is the top of a git working
     copy (git's paths are then the links' paths); else one `git log` per link (None where
     git has no answer: no repository, no commit yet)."""
-    copy = WorkingCopy(
-        path=root, remote_url="", branch="", credential=Credential(), lock_name="memoryrail-check"
-    )
+    copy = _copy(root)
 
     def last(link: str) -> datetime | None:
         try:
@@ -42,17 +82,18 @@ def _last_commit_times(root: Path):  # type: ignore[no-untyped-def]
 
 def check(path: Path) -> dict:
     root = memoryrail.find_root(path) or path.resolve()
-    project = memoryrail.read_project(root)
+    project, files, entries = _read(root)
     secrets = []
-    directory = root / memoryrail.MEMORIES_DIR
-    for file in sorted(directory.glob("*.md")) if directory.is_dir() else []:
+    for rel, data in files.items():
         # a file name that is not UTF-8 is a problem of read_project, never read
-        utf8_name = not any(0xD800 <= ord(ch) <= 0xDFFF for ch in file.name)
-        if utf8_name and file.is_file() and not file.is_symlink():
-            text = file.read_bytes().decode("utf-8", errors="replace")
-            secrets += memoryrail.scan_text(text, path=f"{memoryrail.MEMORIES_DIR}/{file.name}")
+        if not any(0xD800 <= ord(ch) <= 0xDFFF for ch in rel):
+            text = data.decode("utf-8", errors="replace")
+            secrets += memoryrail.scan_text(text, path=rel)
     stale = memoryrail.check_staleness(
-        project.memories, root=root, last_commit_times=_last_commit_times(root)
+        project.memories,
+        root=root,
+        last_commit_times=_last_commit_times(root),
+        memory_entries=entries,
     )
     ambiguous = memoryrail.RefIndex(project.memories).ambiguous()
     problems = list(project.problems)
