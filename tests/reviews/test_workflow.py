@@ -83,12 +83,15 @@ def test_it_approves_a_superseding_proposal_in_one_commit_by_the_reviewer(
     assert list(new.meta)[-1] == "custom_field"
     assert new.body == memory.body
     assert old.status == "superseded" and old.superseded_by == SQLITE
-    # the proposal's blob, the superseded memory's and AGENTS.md's, in one `cat-file --batch`
-    assert len(blobs_read) == 1 and len(blobs_read[0]) == 3, blobs_read
+    # the proposal's blob, the superseded memory's, AGENTS.md's and the config's in one
+    # `cat-file --batch`; AGENTS.md's block is rendered from the other 3 memories' blobs (the
+    # 2 changed ones are the decision's bytes); the index after the push reads all 5
+    assert [len(shas) for shas in blobs_read] == [4, 3, 5], blobs_read
     agents = remote.show("AGENTS.md")
     assert agents.startswith("# Agents\n\nHand-written intro.\n\n<!-- memoryrail:begin")
     assert agents.endswith("<!-- memoryrail:end -->\n\nFooter.\n")
     assert new.ref in agents and old.ref not in agents
+    assert not (repository.working_dir / M).exists()  # the block was rendered from objects
     # the index follows the push
     assert proposal(repository, SQLITE).status == "active"
     actions = set(AuditEvent.objects.values_list("action", flat=True))

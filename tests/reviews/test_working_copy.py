@@ -1,5 +1,5 @@
-"""The working copy's file writes (`WorkingCopy.files`, a `WorktreeFiles`: what a decision's
-agent-file block is rendered from): in place, inside the copy, through a symlink only inside."""
+"""The working copy: a sparse checkout without the memories folder (every reader takes the
+memories from git's objects), commits made from objects, and resets to the remote head."""
 
 from __future__ import annotations
 
@@ -18,61 +18,6 @@ def copy(repository):  # type: ignore[no-untyped-def]
     with copy.locked():
         copy.sync()
         yield copy
-
-
-def test_it_overwrites_a_longer_file_and_cuts_it_to_the_new_text(copy):
-    path = f"{M}/20260101-use-postgres.md"
-    long_text = (copy.path / path).read_text(encoding="utf-8")
-    copy.files.write(path, b"short\n")
-    assert (copy.path / path).read_bytes() == b"short\n"
-    copy.files.write(path, (long_text + "more\n").encode())
-    assert (copy.path / path).read_text(encoding="utf-8") == long_text + "more\n"
-
-
-def test_it_creates_new_folders_and_files(copy):
-    copy.files.write("docs/new/deep.md", b"hello\n")
-    copy.files.write("top.md", b"top\n")
-    assert (copy.path / "docs/new/deep.md").read_text(encoding="utf-8") == "hello\n"
-    assert (copy.path / "top.md").read_text(encoding="utf-8") == "top\n"
-
-
-def test_it_refuses_a_path_or_a_symlink_that_leaves_the_copy(copy, tmp_path):
-    outside = tmp_path / "outside.txt"
-    outside.write_text("keep me\n", encoding="utf-8")
-    with pytest.raises(ValueError):
-        copy.files.write("../escaped.md", b"no\n")
-    copy.files.write(f"{M}/20260102-no-orm-magic.md", b"cached folder\n")  # the folder is known
-    (copy.path / M / "evil.md").symlink_to(outside)
-    with pytest.raises(ValueError):
-        copy.files.write(f"{M}/evil.md", b"no\n")
-    with pytest.raises(ValueError):
-        copy.files.remove(f"{M}/evil.md")
-    assert outside.read_text(encoding="utf-8") == "keep me\n"
-    assert not (copy.path.parent / "escaped.md").exists()
-
-
-def test_a_symlink_inside_the_copy_is_written_through(copy):
-    (copy.path / M / "alias.md").symlink_to(copy.path / M / "20260102-no-orm-magic.md")
-    copy.files.write(f"{M}/alias.md", b"through\n")
-    assert (copy.path / M / "alias.md").is_symlink()
-    assert (copy.path / M / "20260102-no-orm-magic.md").read_text(encoding="utf-8") == "through\n"
-
-
-def test_it_removes_files_and_refuses_what_is_not_one(copy):
-    path = f"{M}/20260101-use-postgres.md"
-    assert copy.files.remove(path)
-    assert not (copy.path / path).exists()
-    assert not copy.files.remove(path)
-    assert not copy.files.remove("nowhere/at/all.md")
-    assert not (copy.path / "nowhere").exists()
-
-
-def test_a_reset_forgets_the_folders_it_may_have_replaced(copy):
-    copy.files.write("made/here.md", b"one\n")
-    copy.reset_to_remote()  # git clean removes the untracked folder
-    assert not (copy.path / "made").exists()
-    copy.files.write("made/here.md", b"two\n")
-    assert (copy.path / "made/here.md").read_text(encoding="utf-8") == "two\n"
 
 
 def test_a_commit_of_many_files_from_objects_packs_them_and_names_its_command(copy):
@@ -120,18 +65,44 @@ def test_a_reset_leaves_exactly_the_remote_head_after_a_failed_push(copy, remote
         return done.stdout.decode()
 
     head = copy.rev_parse("HEAD")
-    path = f"{M}/20260101-use-postgres.md"
+    path = "src/db/schema.sql"
     original = (copy.path / path).read_bytes()
-    copy.files.write(path, b"committed locally, never pushed\n")
+    (copy.path / path).write_bytes(b"committed locally, never pushed\n")
     git_out("-c", "user.name=A", "-c", "user.email=a@example.org", "commit", "-qam", "Local")
-    copy.files.write(path, b"staged\n")
+    (copy.path / path).write_bytes(b"staged\n")
     git_out("add", path)
     (copy.path / path).write_text("unstaged\n", encoding="utf-8")
-    (copy.path / M / "20260102-no-orm-magic.md").unlink()
+    (copy.path / "AGENTS.md").unlink()
     (copy.path / "untracked.txt").write_text("left over\n", encoding="utf-8")
     assert copy.reset_to_remote() == head == git(remote.bare, "rev-parse", "main").strip()
     assert (copy.path / path).read_bytes() == original
-    assert (copy.path / M / "20260102-no-orm-magic.md").is_file()
+    assert (copy.path / "AGENTS.md").is_file()
+    assert not (copy.path / M).exists()
     assert not (copy.path / "untracked.txt").exists()
     assert git_out("status", "--porcelain") == ""
     assert git_out("rev-parse", "--abbrev-ref", "HEAD").strip() == copy.branch
+
+
+def test_a_new_clone_leaves_the_memories_folder_out_of_its_files(copy):
+    assert (copy.path / ".memoryrail/config.json").is_file()  # load_config reads it
+    assert (copy.path / "src/db/schema.sql").is_file()
+    assert not (copy.path / M).exists()
+    assert git(copy.path, "config", "core.sparseCheckout").strip() == "true"
+    assert f"{M}/20260101-use-postgres.md" in copy.tree_entries("HEAD", M)
+    assert git(copy.path, "status", "--porcelain") == ""
+
+
+def test_an_existing_clone_gets_the_sparse_setting_at_its_next_sync(copy, monkeypatch):
+    """A clone made before the setting: its memory files go at the next sync, and a second
+    sync changes nothing (idempotent)."""
+    git(copy.path, "config", "--unset", "core.sparseCheckout")
+    (copy.path / ".git/info/sparse-checkout").unlink()
+    (copy.path / ".git/index").unlink()  # its skip-worktree bits go with it
+    git(copy.path, "reset", "--quiet", "--hard", "HEAD")
+    assert (copy.path / M / "20260101-use-postgres.md").is_file()
+    copy.sync()
+    assert not (copy.path / M).exists()
+    assert git(copy.path, "config", "core.sparseCheckout").strip() == "true"
+    monkeypatch.setattr(copy, "_sparse_set", lambda: pytest.fail("set again"))
+    copy.sync()
+    assert not (copy.path / M).exists()
