@@ -305,9 +305,13 @@ class WorkingCopy:
             "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", mutating=False
         ).strip()
 
-    def tree_entries(self, rev: str, *paths: str) -> dict[str, gitobjects.TreeEntry]:
-        """Every file under `paths` (literal; a folder is listed whole) in commit `rev`."""
-        output = self._run("ls-tree", "-r", "-z", rev, "--", *paths, mutating=False, env=LITERAL)
+    def tree_entries(
+        self, rev: str, *paths: str, sized: bool = False
+    ) -> dict[str, gitobjects.TreeEntry]:
+        """Every file under `paths` (literal; a folder is listed whole) in commit `rev`;
+        `sized`: with each blob's size."""
+        flags = ("-r", "-z", "-l") if sized else ("-r", "-z")
+        output = self._run("ls-tree", *flags, rev, "--", *paths, mutating=False, env=LITERAL)
         return gitobjects.tree_entries(output)
 
     def contents(self, shas: Iterable[str]) -> dict[str, bytes]:
@@ -328,16 +332,22 @@ class WorkingCopy:
         """The project of commit `rev` read from its objects (`memoryrail.read_entries`: one
         `ls-tree`, one `cat-file --batch`), and the memories folder's entries; `config`: its
         config (None: the checked-out file's, which the sparse checkout keeps)."""
-        entries = self.tree_entries(rev, memoryrail.MEMORIES_DIR)
+        entries = self.tree_entries(rev, memoryrail.MEMORIES_DIR, sized=True)
         modes = {path: entry.mode for path, entry in entries.items()}
+        limit = memoryrail.MAX_MEMORY_BYTES
 
         def read(paths: list[str]) -> dict[str, bytes]:
-            contents = self.contents(entries[path].sha for path in paths)
-            return {
-                path: data
-                for path in paths
-                if (data := contents.get(entries[path].sha)) is not None
-            }
+            # a blob over the limit is not read (one pushed file must not fill the worker's
+            # memory): the limit + 1 bytes stand for it, all read_project reads of a file
+            # (its problem says "too large" either way)
+            small = [path for path in paths if entries[path].size <= limit]
+            contents = self.contents(entries[path].sha for path in small)
+            found = {path: bytes(limit + 1) for path in paths if entries[path].size > limit}
+            for path in small:
+                data = contents.get(entries[path].sha)
+                if data is not None:
+                    found[path] = data
+            return found
 
         return memoryrail.read_entries(self.path, modes, read, config=config), entries
 

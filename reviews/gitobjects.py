@@ -19,6 +19,7 @@ Changes = dict[str, tuple[str, bytes] | None]  # path -> (mode, bytes) written, 
 class TreeEntry:
     mode: str
     sha: str
+    size: int = -1  # a blob's bytes, when listed with them (`ls-tree -l`); -1: not listed
 
     @property
     def regular(self) -> bool:
@@ -27,13 +28,15 @@ class TreeEntry:
 
 
 def tree_entries(listing: str) -> dict[str, TreeEntry]:
-    """`git ls-tree -r -z` output: path -> (mode, object)."""
+    """`git ls-tree -r -z [-l]` output: path -> (mode, object[, size])."""
     entries = {}
     for entry in listing.split("\x00"):
         if entry:
             info, _, path = entry.partition("\t")
-            mode, _, sha = info.split(" ", 2)
-            entries[path] = TreeEntry(mode, sha)
+            mode, _, rest = info.split(" ", 2)
+            sha, _, size = rest.partition(" ")
+            size = size.strip()
+            entries[path] = TreeEntry(mode, sha, int(size) if size.isdigit() else -1)
     return entries
 
 

@@ -21,7 +21,7 @@ def decision_changes(copy: WorkingCopy, decision: Decision, head: str, *, now: s
     """The files the decision writes or removes on commit `head`; Conflict if upstream moved a
     proposal since it was reviewed."""
     entries = copy.tree_entries(
-        head, memoryrail.MEMORIES_DIR, *memoryrail.AGENT_FILES, memoryrail.CONFIG_PATH
+        head, memoryrail.MEMORIES_DIR, *memoryrail.AGENT_FILES, memoryrail.CONFIG_PATH, sized=True
     )
     # values, not instances: 1,000 items with their memories' front matter took seconds
     items = decision.items.order_by("pk").values_list(
@@ -158,12 +158,28 @@ def _project_after(copy: WorkingCopy, files: _Files) -> memoryrail.Project:
     except memoryrail.ConfigError as exc:
         config = exc
 
+    limit = memoryrail.MAX_MEMORY_BYTES
+
     def read(paths: list[str]) -> dict[str, bytes]:
+        # a blob over the limit is not read, as the index does not (WorkingCopy.project)
+        large = {
+            path
+            for path in paths
+            if path not in files.changes
+            and (entry := files.entries.get(path))
+            and entry.size > limit
+        }
         files.load(
             entry.sha
             for path in paths
-            if path not in files.changes and (entry := files.entries.get(path))
+            if path not in files.changes
+            and path not in large
+            and (entry := files.entries.get(path))
         )
-        return {path: data for path in paths if (data := files.read(path)) is not None}
+        found = {path: bytes(limit + 1) for path in large}
+        for path in paths:
+            if path not in large and (data := files.read(path)) is not None:
+                found[path] = data
+        return found
 
     return memoryrail.read_entries(copy.path, modes, read, config=config)
