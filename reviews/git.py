@@ -328,28 +328,30 @@ class WorkingCopy:
 
     def project(
         self, rev: str = "HEAD", *, config: memoryrail.Config | memoryrail.ConfigError | None = None
-    ) -> tuple[memoryrail.Project, dict[str, gitobjects.TreeEntry]]:
+    ) -> tuple[memoryrail.Project, dict[str, gitobjects.TreeEntry], dict[str, bytes]]:
         """The project of commit `rev` read from its objects (`memoryrail.read_entries`: one
-        `ls-tree`, one `cat-file --batch`), and the memories folder's entries; `config`: its
-        config (None: the checked-out file's, which the sparse checkout keeps)."""
+        `ls-tree -l`, one `cat-file --batch` of the blobs within the size limit), the memories
+        folder's entries and the bytes read of each regular memory file; `config`: its config
+        (None: the checked-out file's, which the sparse checkout keeps)."""
         entries = self.tree_entries(rev, memoryrail.MEMORIES_DIR, sized=True)
-        modes = {path: entry.mode for path, entry in entries.items()}
-        limit = memoryrail.MAX_MEMORY_BYTES
+        blobs: dict[str, bytes] = {}
 
         def read(paths: list[str]) -> dict[str, bytes]:
-            # a blob over the limit is not read (one pushed file must not fill the worker's
-            # memory): the limit + 1 bytes stand for it, all read_project reads of a file
-            # (its problem says "too large" either way)
-            small = [path for path in paths if entries[path].size <= limit]
-            contents = self.contents(entries[path].sha for path in small)
-            found = {path: bytes(limit + 1) for path in paths if entries[path].size > limit}
-            for path in small:
+            contents = self.contents(entries[path].sha for path in paths)
+            for path in paths:
                 data = contents.get(entries[path].sha)
                 if data is not None:
-                    found[path] = data
-            return found
+                    blobs[path] = data
+            return blobs
 
-        return memoryrail.read_entries(self.path, modes, read, config=config), entries
+        project = memoryrail.read_entries(
+            self.path,
+            {path: entry.mode for path, entry in entries.items()},
+            read,
+            config=config,
+            sizes={path: entry.size for path, entry in entries.items()},
+        )
+        return project, entries, blobs
 
     def history(
         self, command: str, *args: str, paths: tuple[str, ...] = (), stdin: bytes | None = None

@@ -42,10 +42,14 @@ def read_entries(
     *,
     config: Config | ConfigError | None = None,
     known: Mapping[str, tuple[str, dict[str, Any]]] | None = None,
+    sizes: Mapping[str, int] | None = None,
 ) -> Project:
     """`read_project` from tree entries: `entries` (path -> git mode, see `memory_names`, the
     folder's own entry too when it is no folder), `read(paths)` the bytes of those regular
     files, `config` the project's config (or why there is none; None: load_config(root)).
+    `sizes` (path -> bytes, as the tree lists them): a file over the limit is not asked of
+    `read` (one pushed file must not fill a reader's memory); the limit + 1 bytes, all
+    read_project reads of a file, stand for it (the same "too large" problem).
 
     A memories folder that is a symlink is reported whatever it points to (read_project
     reports it when its target lists a `*.md` name): nothing in it is read either way."""
@@ -63,7 +67,10 @@ def read_entries(
         return project
     names = memory_names(entries)
     wanted = [f"{MEMORIES_DIR}/{name}" for name, regular in names if regular]
-    contents = read(wanted) if wanted else {}
+    large = {path for path in wanted if (sizes or {}).get(path, -1) > MAX_MEMORY_BYTES}
+    small = [path for path in wanted if path not in large]
+    contents = dict(read(small)) if small else {}
+    contents.update((path, bytes(MAX_MEMORY_BYTES + 1)) for path in large)
     for name, regular in names:
         if not_utf8_name(project, name):
             continue

@@ -158,28 +158,14 @@ def _project_after(copy: WorkingCopy, files: _Files) -> memoryrail.Project:
     except memoryrail.ConfigError as exc:
         config = exc
 
-    limit = memoryrail.MAX_MEMORY_BYTES
-
     def read(paths: list[str]) -> dict[str, bytes]:
-        # a blob over the limit is not read, as the index does not (WorkingCopy.project)
-        large = {
-            path
-            for path in paths
-            if path not in files.changes
-            and (entry := files.entries.get(path))
-            and entry.size > limit
-        }
         files.load(
             entry.sha
             for path in paths
-            if path not in files.changes
-            and path not in large
-            and (entry := files.entries.get(path))
+            if path not in files.changes and (entry := files.entries.get(path))
         )
-        found = {path: bytes(limit + 1) for path in large}
-        for path in paths:
-            if path not in large and (data := files.read(path)) is not None:
-                found[path] = data
-        return found
+        return {path: data for path in paths if (data := files.read(path)) is not None}
 
-    return memoryrail.read_entries(copy.path, modes, read, config=config)
+    # what the decision writes is ours (within the limit); the rest as the tree lists it
+    sizes = {path: e.size for path, e in files.entries.items() if path not in files.changes}
+    return memoryrail.read_entries(copy.path, modes, read, config=config, sizes=sizes)

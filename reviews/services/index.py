@@ -45,7 +45,7 @@ def index_read(copy: WorkingCopy, head: str, *, repository: Repository) -> Index
     Every file is parsed strictly: at ~30 us a file that is cheaper than reading its stored
     front matter back from the database to skip the parse (`read_project`'s `known`), as
     round 6 did."""
-    project, entries = copy.project("HEAD")
+    project, entries, _ = copy.project("HEAD")
     snapshot = IndexSnapshot(
         head=head,
         config=project.config,

@@ -9,7 +9,6 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from formats import memoryrail
-from formats.memoryrail.entries import memory_names
 from reviews.git import SPARSE_PATTERNS, GitError, WorkingCopy
 from reviews.gitenv import Credential
 from reviews.githistory import History
@@ -35,18 +34,11 @@ def _read(root: Path) -> tuple[memoryrail.Project, dict[str, bytes], dict[str, s
     review working copy (read from HEAD's objects), the memories folder's entries."""
     if _review_copy(root):
         try:
-            project, entries = _copy(root).project("HEAD")
+            project, entries, blobs = _copy(root).project("HEAD")
         except GitError:
             pass  # no commit yet: what is on disk
-        else:
-            wanted = [
-                f"{memoryrail.MEMORIES_DIR}/{name}"
-                for name, regular in memory_names({p: e.mode for p, e in entries.items()})
-                if regular
-            ]
-            blobs = _copy(root).contents(entries[path].sha for path in wanted)
-            files = {path: blobs[entries[path].sha] for path in wanted}
-            return project, files, {path: entry.mode for path, entry in entries.items()}
+        else:  # the blobs the project was read from (one over the size limit is never read)
+            return project, dict(sorted(blobs.items())), {p: e.mode for p, e in entries.items()}
     project = memoryrail.read_project(root)
     files = {}
     directory = root / memoryrail.MEMORIES_DIR
