@@ -9,15 +9,14 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
-import psycopg
 from django.db import connection, models
 from django.db.models import BooleanField, ExpressionWrapper, Q
 from django.db.models.expressions import RawSQL
-from psycopg.types.json import set_json_loads
 
 from bundles.mirrored import MirrorResult, Wanted
 from bundles.models import Chunk, ChunkOrigin
 from memoryadmin.batching import LOOKUP_BATCH, for_batches
+from memoryadmin.binary import binary_rows
 from memoryadmin.bulk import insert_new, json_loads, stream_rows
 from memoryadmin.models import Team
 
@@ -70,12 +69,7 @@ def _rows(values: models.QuerySet) -> Iterable[tuple[Any, ...]]:
     of a streamed refresh to take the GIL back from the read's thread."""
     if connection.vendor != "postgresql":
         return stream_rows(values, itersize=LOOKUP_BATCH, json_loads=json_loads)
-    sql, params = values.query.sql_with_params()
-    connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cur:
-        set_json_loads(json_loads, cur)
-        cur.execute(sql, params, binary=True)
-        return cur.fetchall()
+    return binary_rows(values, json_loads=json_loads)
 
 
 # PostgreSQL: values per statement, sent as one array parameter (a withdrawal of a whole

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import psycopg
 from django.db import connection
 
 from formats import openmemories as om
 from memoryadmin.batching import for_batches
+from memoryadmin.binary import binary_cursor
 from memoryadmin.bulk import bulk_insert, insert_values, json_loads, stream_rows, value_plan
 from sources.fetchers import Validator
 from sources.fetchers.read import ReadRecord, ReadResult, SelectionKey
@@ -293,9 +293,8 @@ BYTE_FIELDS = ("manifest_body", "raw_entries", "raw_stats")
 
 def _save(snapshot: Snapshot, fields: list[str]) -> None:
     """`snapshot.save(update_fields=fields)`. PostgreSQL: the byte fields go as binary
-    parameters of a statement of their own. Django binds values into a statement's text, where
-    a 10k source's ~1 MB of them was ~2 MB of hex for the server to parse (its CPU: 13 ms
-    against 6, ~20 against 7 ms of the swap's wall)."""
+    parameters of a statement of their own (`memoryadmin.binary`: a 10k source's ~1 MB of
+    them was ~2 MB of hex in Django's statement text)."""
     blobs = [name for name in fields if name in BYTE_FIELDS]
     if connection.vendor != "postgresql" or not blobs:
         snapshot.save(update_fields=fields)
@@ -305,8 +304,7 @@ def _save(snapshot: Snapshot, fields: list[str]) -> None:
         snapshot.save(update_fields=rest)
     columns = ", ".join(f'"{Snapshot._meta.get_field(name).column}" = %s' for name in blobs)
     values = [getattr(snapshot, name) for name in blobs]
-    connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+    with binary_cursor() as cursor:
         cursor.execute(
             f'UPDATE "{Snapshot._meta.db_table}" SET {columns} WHERE "id" = %s',  # noqa: S608
             [*values, snapshot.pk],

@@ -20,6 +20,7 @@ from sources.fetchers.read import ReadResult
 from sources.models import Health, RefreshRun, RunStatus, Snapshot, Source, SourceKind
 from sources.signals import ServedRow, announce
 from sources.snapshots import (
+    BYTE_FIELDS,
     StoredRecord,
     snapshot_create,
     snapshot_keep,
@@ -32,11 +33,7 @@ from webhooks.emit import event_emit
 logger = logging.getLogger("sources.services.refresh")
 
 # what the swap never reads of the current snapshot (the read had them)
-SNAPSHOT_BYTES = (
-    "current_snapshot__manifest_body",
-    "current_snapshot__raw_entries",
-    "current_snapshot__raw_stats",
-)
+SNAPSHOT_BYTES = tuple(f"current_snapshot__{name}" for name in BYTE_FIELDS)
 
 
 def _finish_run(
