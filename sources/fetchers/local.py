@@ -186,7 +186,7 @@ class LocalFetcher:
             return -1
         if folder and folder not in self._folders and self._checked(path) is None:
             return -1
-        parent = self._folders.get(folder) if folder else str(self.root())
+        parent = self._folder(folder)
         if parent is None:
             return -1
         try:
@@ -231,8 +231,12 @@ class LocalFetcher:
         folder, _, name = relative.rpartition("/")
         if name in _NOT_NAMES:
             return None
-        parent = self._folders.get(folder) if folder else str(self.root())
+        parent = self._folder(folder)
         return None if parent is None else f"{parent}/{name}"
+
+    def _folder(self, folder: str) -> str | None:
+        """A relative folder's path once checked for this read (the root's at once)."""
+        return self._folders.get(folder) if folder else str(self.root())
 
     def _read_direct(self, relative: str, limit: int) -> tuple[bytes, os.stat_result] | None:
         """A plain file in a folder already checked for this read: opened at once, without
