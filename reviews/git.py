@@ -323,9 +323,6 @@ class WorkingCopy:
             self._run_bytes("cat-file", "--batch", mutating=False, stdin=wanted)
         )
 
-    def blob_shas(self, folder: str) -> dict[str, str]:
-        return {path: entry.sha for path, entry in self.tree_entries("HEAD", folder).items()}
-
     def project(
         self, rev: str = "HEAD", *, config: memoryrail.Config | memoryrail.ConfigError | None = None
     ) -> tuple[memoryrail.Project, dict[str, gitobjects.TreeEntry], dict[str, bytes]]:
