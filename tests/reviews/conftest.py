@@ -191,3 +191,20 @@ def repository(db, team, remote, data_dir):  # type: ignore[no-untyped-def]
     repository_sync(repository_id=repo.pk)
     repo.refresh_from_db()
     return repo
+
+
+@pytest.fixture
+def blobs_read(monkeypatch) -> list[list[str]]:  # type: ignore[no-untyped-def]
+    """The blobs each `WorkingCopy.contents` call (one `cat-file --batch`) asked for."""
+    from reviews.git import WorkingCopy
+
+    batches: list[list[str]] = []
+    contents = WorkingCopy.contents
+
+    def counted(copy, shas):  # type: ignore[no-untyped-def]
+        shas = list(shas)
+        batches.append(shas)
+        return contents(copy, shas)
+
+    monkeypatch.setattr(WorkingCopy, "contents", counted)
+    return batches

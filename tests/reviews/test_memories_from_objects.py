@@ -71,25 +71,15 @@ def test_a_link_through_a_symlink_of_the_memories_folder_resolves_as_a_checkout_
 
 
 def test_an_oversized_memory_blob_is_not_read_and_is_reported_as_read_project_does(
-    repository, remote, monkeypatch
+    repository, remote, blobs_read
 ):
     """One pushed file over the limit must not fill the worker's memory: its size (from the
     tree listing) keeps it out of the blob read, and the problem is read_project's own."""
     from formats import memoryrail
-    from reviews.git import WorkingCopy
 
     name = f"{M}/20260401-huge.md"
     huge = memory_text("20260401-huge") + "x" * (4 * memoryrail.MAX_MEMORY_BYTES)
     remote.commit({name: huge}, "A huge memory")
-    asked: list[str] = []
-    real = WorkingCopy.contents
-
-    def contents(self, shas):  # type: ignore[no-untyped-def]
-        shas = list(shas)
-        asked.extend(shas)
-        return real(self, shas)
-
-    monkeypatch.setattr(WorkingCopy, "contents", contents)
     synced = repository_sync(repository_id=repository.pk)
     assert synced.last_sync_ok, synced.last_error
     synced.refresh_from_db()
@@ -99,5 +89,6 @@ def test_an_oversized_memory_blob_is_not_read_and_is_reported_as_read_project_do
     expected = [p for p in memoryrail.read_project(checkout).problems if p.path == name]
     assert [(p["code"], p["message"]) for p in problems] == [(p.code, p.message) for p in expected]
     assert problems and problems[0]["code"] == "too-large"
+    asked = [sha for batch in blobs_read for sha in batch]
     assert asked and git(checkout, "rev-parse", f"HEAD:{name}").strip() not in asked
     assert not Memory.objects.filter(repository=repository, memory_id="20260401-huge").exists()

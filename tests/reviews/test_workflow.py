@@ -50,19 +50,8 @@ def test_it_indexes_every_memory_with_refs_authors_and_flags(repository):
 
 
 def test_it_approves_a_superseding_proposal_in_one_commit_by_the_reviewer(
-    repository, remote, reviewer_user, django_capture_on_commit_callbacks, monkeypatch
+    repository, remote, reviewer_user, django_capture_on_commit_callbacks, blobs_read
 ):
-    from reviews.git import WorkingCopy
-
-    blobs_read: list[list[str]] = []
-    contents = WorkingCopy.contents
-
-    def counted(copy, shas):  # type: ignore[no-untyped-def]
-        shas = list(shas)
-        blobs_read.append(shas)
-        return contents(copy, shas)
-
-    monkeypatch.setattr(WorkingCopy, "contents", counted)
     memory = proposal(repository, SQLITE)
     with django_capture_on_commit_callbacks(execute=True):
         decision = proposal_approve(
