@@ -15,6 +15,7 @@ from memoryadmin.audit import Actor, audit_record
 from memoryadmin.errors import Conflict
 from memoryadmin.locks import LockBusy
 from memoryadmin.models import Team
+from memoryadmin.process import collector_paused
 from memoryadmin.queue import enqueue_on_commit
 from reviews.git import GitError, WorkingCopy
 from reviews.gitenv import Credential, RemotePolicy, validate_remote_url
@@ -165,6 +166,7 @@ def working_copy(repository: Repository) -> WorkingCopy:
     )
 
 
+@collector_paused()
 def repository_sync(*, repository_id: int, wait: float = 60.0) -> Repository:
     """Fetch, reset to the remote branch, index; then queue the push of decisions still
     pending. Raises LockBusy (the task retries); git errors are stored."""

@@ -14,6 +14,7 @@ from django.utils import timezone
 from memoryadmin.audit import Actor, audit_record
 from memoryadmin.binary import binary_rows
 from memoryadmin.locks import named_lock
+from memoryadmin.process import collector_paused
 from sources import fetchers
 from sources.credentials import scrub, source_credential
 from sources.fetchers.factory import make_fetcher
@@ -58,6 +59,7 @@ def source_read_preview(source: Source, *, now: datetime | None = None) -> ReadR
         fetcher.close()
 
 
+@collector_paused()
 def source_refresh(
     *, source_id: int, run_id: int | None = None, trigger: str = "manual"
 ) -> RefreshRun:
