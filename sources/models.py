@@ -41,6 +41,16 @@ class CredentialKind(models.TextChoices):
     BASIC = "basic", "Basic (user and password)"
 
 
+class SourceQuerySet(models.QuerySet):
+    def with_snapshot(self) -> SourceQuerySet:
+        """Each source with its current snapshot, in the same query, without the snapshot's
+        byte fields (`Snapshot.BYTE_FIELDS`): only a refresh reads them, and a 10,000-record
+        source's ~1 MB of them came as ~2 MB of hex to every page that showed the source."""
+        return self.select_related("current_snapshot").defer(
+            *(f"current_snapshot__{name}" for name in Snapshot.BYTE_FIELDS)
+        )
+
+
 class Source(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="sources")
     kind = models.CharField(max_length=8, choices=SourceKind.choices)
@@ -79,6 +89,8 @@ class Source(models.Model):
         "Snapshot", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
 
+    objects = SourceQuerySet.as_manager()
+
     class Meta:
         ordering = ["team", "display_name", "identity"]
         constraints = [
@@ -114,6 +126,9 @@ class Source(models.Model):
 
 class Snapshot(models.Model):
     """One successful read of a source. Only `Source.current_snapshot` is ever served."""
+
+    # what the refresh keeps of its read for the next one, and nothing else reads
+    BYTE_FIELDS = ("manifest_body", "raw_entries", "raw_stats")
 
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="snapshots")
     created_at = models.DateTimeField(default=timezone.now)

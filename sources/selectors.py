@@ -14,13 +14,13 @@ from sources.models import Health, Record, RefreshRun, RunStatus, Source, Source
 
 
 def team_sources(team: Team) -> QuerySet[Source]:
-    return Source.objects.filter(team=team).select_related("current_snapshot")
+    return Source.objects.filter(team=team).with_snapshot()
 
 
 def team_source(team: Team, source_id: int) -> Source:
     """The team's source or a 404: a team never sees another team's sources."""
     return get_object_or_404(
-        Source.objects.select_related("team", "current_snapshot", "approved_by", "added_by"),
+        Source.objects.with_snapshot().select_related("team", "approved_by", "added_by"),
         pk=source_id,
         team=team,
     )
@@ -48,6 +48,19 @@ def current_records(source: Source) -> QuerySet[Record]:
 def active_records(source: Source, now: datetime | None = None) -> QuerySet[Record]:
     """Active as stored, with expiry re-applied now (records can expire between refreshes)."""
     return current_records(source).filter(_not_expired(now or timezone.now()), active=True)
+
+
+def active_count(source: Source) -> int | None:
+    """How many records `active_records` holds, from the snapshot's stored count, when none of
+    its records has an expiry date (one indexed EXISTS: `record_snapshot_timed`), so none can
+    have expired since the refresh counted them. Counting them was a scan of the whole
+    snapshot on every view of its page (10,000 records: 4.6 ms). None otherwise."""
+    snapshot = source.current_snapshot
+    if snapshot is None:
+        return None
+    if Record.objects.filter(snapshot_id=snapshot.pk, expires__isnull=False).exists():
+        return None
+    return snapshot.active_count
 
 
 def inactive_records(source: Source, now: datetime | None = None) -> QuerySet[Record]:
@@ -115,9 +128,7 @@ def context_records(
 
 def dashboard_summary(team: Team) -> dict[str, Any]:
     sources = list(
-        Source.objects.filter(team=team)
-        .exclude(state=SourceState.DISABLED)
-        .select_related("current_snapshot")
+        Source.objects.filter(team=team).exclude(state=SourceState.DISABLED).with_snapshot()
     )
     approved = [s for s in sources if s.state == SourceState.APPROVED]
     counts = {health: 0 for health in Health.values}

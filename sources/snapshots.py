@@ -288,7 +288,7 @@ def records_store(rows: list[Any]) -> None:
     insert_values(Record, RECORD_FIELDS, rows, batch_size=INSERT_BATCH, planned=True)
 
 
-BYTE_FIELDS = ("manifest_body", "raw_entries", "raw_stats")
+BYTE_FIELDS = Snapshot.BYTE_FIELDS
 
 
 def _save(snapshot: Snapshot, fields: list[str]) -> None:

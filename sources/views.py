@@ -146,6 +146,7 @@ def _detail_page(
             selectors.active_records(source, now),
             per_page=PAGE_SIZE,
             team=request.team,
+            unfiltered_count=selectors.active_count(source),
         )
         if csv and wants_csv(request) and not records.invalid:
             return records.csv()

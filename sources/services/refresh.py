@@ -29,7 +29,6 @@ from sources.fetchers.read import ReadResult, read_source
 from sources.models import RefreshRun, RunStatus, Snapshot, Source, SourceKind, SourceState
 from sources.services.lifecycle import LOCAL_NEEDS_SUPERUSER, LOCAL_SHARED, local_overlap
 from sources.services.refresh_store import (
-    SNAPSHOT_BYTES,
     refresh_failed,
     refresh_succeeded,
     refresh_unchanged,
@@ -104,8 +103,8 @@ def runs_abandoned(*, source_id: int, keep: int | None) -> int:
 
 def _refresh(*, source_id: int, run_id: int | None, trigger: str) -> RefreshRun:
     source = (
-        Source.objects.select_related("team", "current_snapshot", "added_by")
-        .defer(*SNAPSHOT_BYTES)  # loaded by the read, as far as it needs them
+        Source.objects.with_snapshot()  # its bytes loaded by the read, as far as it needs them
+        .select_related("team", "added_by")
         .get(pk=source_id)
     )
     if run_id is None:

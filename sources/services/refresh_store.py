@@ -20,7 +20,6 @@ from sources.fetchers.read import ReadResult
 from sources.models import Health, RefreshRun, RunStatus, Snapshot, Source, SourceKind
 from sources.signals import ServedRow, announce
 from sources.snapshots import (
-    BYTE_FIELDS,
     StoredRecord,
     snapshot_create,
     snapshot_keep,
@@ -31,9 +30,6 @@ from webhooks import events as webhook_events
 from webhooks.emit import event_emit
 
 logger = logging.getLogger("sources.services.refresh")
-
-# what the swap never reads of the current snapshot (the read had them)
-SNAPSHOT_BYTES = tuple(f"current_snapshot__{name}" for name in BYTE_FIELDS)
 
 
 def _finish_run(
@@ -148,8 +144,8 @@ def _locked(source_id: int, run_id: int) -> tuple[Source, RefreshRun]:
     """The source, locked for the swap (its snapshot's bytes left unread), and the run."""
     source = (
         Source.objects.select_for_update(of=("self",))
-        .select_related("team", "current_snapshot")
-        .defer(*SNAPSHOT_BYTES)
+        .with_snapshot()
+        .select_related("team")
         .get(pk=source_id)
     )
     return source, RefreshRun.objects.get(pk=run_id)
