@@ -30,7 +30,8 @@ import git as gitpython
 
 from formats import memoryrail
 from memoryadmin.locks import named_lock
-from reviews import gitobjects
+from reviews import gitclone, gitobjects
+from reviews.gitclone import SPARSE_PATTERNS
 from reviews.gitenv import (
     NETWORK_COMMANDS,
     Credential,
@@ -55,10 +56,6 @@ MAX_REJECTED_PUSHES = 5
 HISTORY_COMMANDS = frozenset({"log", "rev-list", "diff-tree", "merge-base"})
 LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}  # a path is a path: no glob, no `:(…)` magic
 OUTGOING_REF = "refs/memoryadmin/outgoing"  # commit_objects' scratch ref (fast-import needs one)
-# Git's own sparse checkout (non-cone patterns, git >= 2.25): the memory files stay in the
-# objects; everything reads them from there (`WorkingCopy.project`), and writing 5,000 files
-# was most of a sync's git time.
-SPARSE_PATTERNS = f"/*\n!/{memoryrail.MEMORIES_DIR}/\n"
 
 
 class WorkingCopy:
@@ -81,16 +78,19 @@ class WorkingCopy:
         self.lock_name = lock_name
         self.policy = policy or RemotePolicy()
         self._session: Session | None = None
+        # The remote head as this session last fetched or pushed it (refs/remotes/origin/…
+        # holds the same): a reset checks it out and returns it without a rev-parse.
+        self._remote_head = ""
 
     @contextmanager
     def locked(self, *, wait: float = 0.0) -> Iterator[WorkingCopy]:
         """Hold the repository lock (across processes) for everything done inside."""
         with named_lock(self.lock_name, wait=wait), credential_env(self.credential) as session:
-            self._session = session
+            self._session, self._remote_head = session, ""
             try:
                 yield self
             finally:
-                self._session = None
+                self._session, self._remote_head = None, ""
 
     @property
     def lock_held(self) -> bool:
@@ -139,9 +139,10 @@ class WorkingCopy:
         except (OSError, gitpython.GitError) as exc:
             raise GitError(scrub(f"git {command} failed: {exc}", secrets)) from None
 
-    def _run_network(self, *args: str) -> str:
-        """fetch or push: guarded, pinned, no redirects, and killed at the deadline."""
-        command = args[0]
+    def _run_network(self, *args: str, label: str = "") -> str:
+        """clone, fetch or push: guarded, pinned, no redirects, and killed at the deadline;
+        `label`: the command its errors name."""
+        command = label or args[0]
         if self._session is None:
             raise LockNotHeld(f"git {command} needs the lock {self.lock_name}")
         try:
@@ -179,31 +180,30 @@ class WorkingCopy:
 
     # Mutating commands: each needs the lock.
 
-    def ensure_clone(self) -> None:
-        """Create the working copy, or recreate it when it is not a clone of this remote."""
+    def ensure_clone(self) -> bool:
+        """Create the working copy, or recreate it when it is not a clone of this remote's
+        branch (a new branch: the one a clone fetches); True when it was just cloned."""
         if (self.path / ".git").is_dir():
             try:
-                settings = self._run(
-                    "config",
-                    "--get-regexp",
-                    r"^(remote\.origin\.url|core\.sparsecheckout)$",
-                    mutating=False,
-                )
+                settings = self._run("config", "--get-regexp", gitclone.SETTINGS, mutating=False)
             except GitError:
                 settings = ""
-            current = dict(line.partition(" ")[::2] for line in settings.splitlines())
-            if current.get("remote.origin.url") == self.remote_url:
-                if current.get("core.sparsecheckout") != "true" or not self._sparse_written():
+            ours, sparse = gitclone.clone_state(
+                settings, remote_url=self.remote_url, branch=self.branch
+            )
+            if ours:
+                if not (sparse and self._sparse_written()):
                     self._sparse_set()  # a clone made before: its memory files go at the reset
-                return
+                return False
         if self._session is None:
             raise LockNotHeld("clone needs the lock")
         if self.path.exists():
             shutil.rmtree(self.path)
         self.path.mkdir(parents=True)
-        self._run("init", "--quiet", mutating=True)
-        self._run("remote", "add", "origin", self.remote_url, mutating=True)
-        self._sparse_set()
+        with gitclone.clone_arguments(self.remote_url, self.branch) as arguments:
+            self._run_network(*arguments, label="fetch")  # its errors read as the fetch's did
+        self._remote_head = self.rev_parse("HEAD")  # checked out: the remote head
+        return True
 
     def _sparse_file(self) -> Path:
         return self.path / ".git" / "info" / "sparse-checkout"
@@ -224,24 +224,43 @@ class WorkingCopy:
         self._sparse_file().write_text(SPARSE_PATTERNS, encoding="utf-8")
         self._run("config", "core.sparseCheckout", "true", mutating=True)
 
-    def fetch(self, *, head: bool = True) -> str:
-        """Fetch the branch; return the remote head commit (with `head`, else "")."""
+    def fetch(self) -> str:
+        """Fetch the branch; return the remote head commit (FETCH_HEAD's, which the fetch is
+        told to write: no rev-parse)."""
         refspec = f"+refs/heads/{self.branch}:refs/remotes/origin/{self.branch}"
-        self._run_network("fetch", "--quiet", "--prune", "--no-tags", "origin", refspec)
-        return self.rev_parse(f"refs/remotes/origin/{self.branch}") if head else ""
+        self._run_network(
+            "fetch", "--quiet", "--prune", "--no-tags", "--write-fetch-head", "origin", refspec
+        )
+        self._remote_head = gitobjects.fetched_head(self.path / ".git" / "FETCH_HEAD")
+        if not self._remote_head:
+            self._remote_head = self.rev_parse(f"refs/remotes/origin/{self.branch}")
+        return self._remote_head
+
+    def remote_head(self) -> str:
+        """The remote head as this copy last fetched or pushed it ("" when it has none)."""
+        if self._remote_head:
+            return self._remote_head
+        try:
+            return self.rev_parse(f"refs/remotes/origin/{self.branch}")
+        except GitError:
+            return ""
 
     def reset_to_remote(self) -> str:
         """Branch, index and files become the remote head's: a forced checkout -B resets all
         three (a `reset --hard` after it only stat'ed every file), `clean` drops the rest; the
-        memories folder is left out of the files (`SPARSE_PATTERNS`)."""
-        remote = f"refs/remotes/origin/{self.branch}"
-        self._run("checkout", "--quiet", "--force", "-B", self.branch, remote, mutating=True)
+        memories folder is left out of the files (`SPARSE_PATTERNS`). The head this session
+        fetched or pushed is checked out by its sha (no rev-parse after)."""
+        target = self._remote_head or f"refs/remotes/origin/{self.branch}"
+        self._run("checkout", "--quiet", "--force", "-B", self.branch, target, mutating=True)
         self._run("clean", "-ffdxq", mutating=True)
-        return self.rev_parse("HEAD")
+        return self._remote_head or self.rev_parse("HEAD")
 
     def sync(self) -> str:
-        self.ensure_clone()
-        self.fetch(head=False)  # reset_to_remote reads the head it checked out
+        """The working copy at the remote head; returns it. A new clone is checked out and
+        holds nothing else (no reset, no clean)."""
+        if self.ensure_clone():
+            return self._remote_head
+        self.fetch()
         return self.reset_to_remote()
 
     def push(self, source: str = "HEAD", *, onto: str = "") -> None:
@@ -294,6 +313,7 @@ class WorkingCopy:
                 self.push(sha, onto=onto)
             except PushRejected:
                 continue  # someone pushed meanwhile: fetch and re-apply on the new head
+            self._remote_head = sha  # the push moved refs/remotes/origin/<branch> to it
             return sha
         self.reset_to_remote()
         return None

@@ -68,7 +68,10 @@ _SAFE_FAILURES = [
         re.compile(r"(?i)repository '[^']*' not found|returned error: 404"),
         "the repository was not found at the remote",
     ),
-    (re.compile(r"(?i)couldn't find remote ref"), "the branch does not exist at the remote"),
+    (
+        re.compile(r"(?i)couldn't find remote ref|remote branch .* not found in upstream"),
+        "the branch does not exist at the remote",  # a fetch's words, then a first clone's
+    ),
     (
         re.compile(r"(?i)host key verification failed"),
         "the SSH host key does not match the known_hosts lines",

@@ -8,8 +8,10 @@ crashed earlier attempt left in them.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 REGULAR_MODES = frozenset({"100644", "100755"})  # a plain file, or an executable one
 Changes = dict[str, tuple[str, bytes] | None]  # path -> (mode, bytes) written, or None: removed
@@ -54,6 +56,17 @@ def batch_contents(output: bytes) -> dict[str, bytes]:
         found[header[0].decode("ascii")] = output[at : at + size]
         at += size + 1
     return found
+
+
+def fetched_head(fetch_head: Path) -> str:
+    """The commit a one-refspec fetch wrote first to FETCH_HEAD ("<sha>\t\tbranch 'x' of
+    <url>"), or "" when the file is missing or not that."""
+    try:
+        first = fetch_head.read_text(encoding="utf-8", errors="replace").partition("\n")[0]
+    except OSError:
+        return ""
+    sha, tab, _ = first.partition("\t")
+    return sha if tab and re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha) else ""
 
 
 def _crud(c: str) -> bool:

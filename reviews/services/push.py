@@ -86,14 +86,6 @@ def _already_pushed(copy: WorkingCopy, decision: Decision, head: str) -> str | N
     return None
 
 
-def _known_head(copy: WorkingCopy) -> str:
-    """The remote head as this copy last fetched or pushed it ("" when it has none)."""
-    try:
-        return copy.rev_parse(f"refs/remotes/origin/{copy.branch}")
-    except GitError:
-        return ""
-
-
 def push_one(copy: WorkingCopy, decision: Decision) -> None:
     """Make the decision's commit on the remote head from git objects and push it; on a
     moved remote fetch and start over from its new head."""
@@ -118,7 +110,7 @@ def push_one(copy: WorkingCopy, decision: Decision) -> None:
         nonlocal tries
         tries += 1
         copy.ensure_clone()
-        if first and tries == 1 and (known := _known_head(copy)):
+        if first and tries == 1 and (known := copy.remote_head()):
             # The first try builds on the head this copy last fetched or pushed, without
             # asking the remote: its push lands only while the remote still holds that very
             # commit (else the next try fetches). A conflict is judged on a fetched head only.

@@ -91,13 +91,14 @@ def http_remote(tmp_path) -> Iterator[tuple[str, object]]:
         server.server_close()
 
 
-def _create(team, url: str, secret: str):  # type: ignore[no-untyped-def]
+def _create(team, url: str, secret: str, branch: str = "main"):  # type: ignore[no-untyped-def]
     with transaction.atomic():
         return repository_create(
             actor=Actor.system(),
             team=team,
             name="http",
             remote_url=url,
+            branch=branch,
             credential_kind="https-token",
             credential_secret=secret,
         )
@@ -112,8 +113,18 @@ def test_it_keeps_a_wrong_token_out_of_stored_errors(team, data_dir, http_remote
     for text in (repository.last_error, str(AuditEvent.objects.values_list("data", flat=True))):
         assert "wrong-token-zzzz" not in text
         assert base64.b64encode(b"x-access-token:wrong-token-zzzz").decode() not in text
-    config = (repository.working_dir / ".git" / "config").read_text()
-    assert "wrong-token" not in config and "extraheader" not in config.lower()
+    # A failed first clone leaves no config; no file that is there holds the credential.
+    for path in repository.working_dir.rglob("*"):
+        if path.is_file():
+            text = path.read_bytes().lower()
+            assert b"wrong-token" not in text and b"extraheader" not in text, path
+
+
+def test_a_first_sync_of_a_missing_branch_says_so(team, data_dir, http_remote):
+    """The first sync is a clone: its words for a missing branch tell the same as a fetch's."""
+    url, _ = http_remote
+    repository = repository_sync(repository_id=_create(team, url, TOKEN, branch="nope").pk)
+    assert repository.last_error == "git fetch failed: the branch does not exist at the remote"
 
 
 def test_it_fetches_and_pushes_with_the_token(
