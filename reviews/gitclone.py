@@ -36,6 +36,7 @@ def clone_arguments(remote_url: str, branch: str) -> Iterator[list[str]]:
             "--quiet",
             "--no-tags",
             "--single-branch",
+            "--origin=origin",  # whatever clone.defaultRemoteName says
             f"--branch={branch}",
             f"--template={template}",
             "--config=core.sparseCheckoutCone=false",

@@ -130,3 +130,18 @@ def test_fetch_head_is_read_only_when_it_is_a_fetch_s(tmp_path: Path):
     for text in ("", "not a sha\t\tbranch\n", f"{sha}\n", f"{'A' * 40}\t\tbranch 'main'\n"):
         path.write_text(text)
         assert fetched_head(path) == ""
+
+
+def test_a_clone_names_its_remote_origin_whatever_the_global_config(
+    team, remote, data_dir, tmp_path, monkeypatch
+):
+    config = tmp_path / "gitconfig"
+    config.write_text("[clone]\n\tdefaultRemoteName = upstream\n", encoding="utf-8")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    with transaction.atomic():
+        created = repository_create(
+            actor=Actor.system(), team=team, name="app", remote_url=remote.url
+        )
+    repository = repository_sync(repository_id=created.pk)
+    assert repository.last_sync_ok is True, repository.last_error
+    assert git(repository.working_dir, "config", "remote.origin.url").strip() == remote.url
