@@ -11,10 +11,20 @@ from django.urls import reverse
 from django.utils import timezone
 
 from memoryadmin.audit import Actor
-from sources.models import Record
+from sources.models import Record, Source
 from sources.services.lifecycle import source_add, source_approve
 from sources.services.refresh import source_refresh
 from tests.sources.helpers import record_text, write_source
+
+
+def _refreshed(team, root, ids: tuple[str, ...]) -> Source:  # type: ignore[no-untyped-def]
+    """An approved local source of these records, refreshed once."""
+    write_source(root, {i: record_text(i) for i in ids})
+    source = source_add(actor=Actor.system(), team=team, location=str(root))
+    source_approve(actor=Actor.system(), source=source)
+    source_refresh(source_id=source.pk)
+    source.refresh_from_db()
+    return source
 
 
 def _queries(client, url: str) -> int:  # type: ignore[no-untyped-def]
@@ -27,11 +37,7 @@ def _queries(client, url: str) -> int:  # type: ignore[no-untyped-def]
 def test_it_shows_a_source_of_ten_thousand_records_in_as_many_queries_as_one_of_two(
     client, admin_user, team, tmp_path, django_assert_max_num_queries
 ):
-    root = write_source(tmp_path, {"a": record_text("a"), "b": record_text("b")})
-    source = source_add(actor=Actor.system(), team=team, location=str(root))
-    source_approve(actor=Actor.system(), source=source)
-    source_refresh(source_id=source.pk)
-    source.refresh_from_db()
+    source = _refreshed(team, tmp_path, ("a", "b"))
     client.force_login(admin_user)
     url = reverse("source-detail", args=[team.slug, source.pk])
     client.get(url)  # warm the session and role caches
@@ -60,11 +66,7 @@ def test_the_pages_that_show_a_source_leave_its_snapshots_bytes_unread(
     """A snapshot's byte fields (`Snapshot.BYTE_FIELDS`: the manifest, the raw check's
     entries and stats, ~1 MB per 10,000 records) are the next refresh's alone: the list, the
     source's page, the dashboard and the API never select them."""
-    root = write_source(tmp_path, {"a": record_text("a"), "b": record_text("b")})
-    source = source_add(actor=Actor.system(), team=team, location=str(root))
-    source_approve(actor=Actor.system(), source=source)
-    source_refresh(source_id=source.pk)
-    source.refresh_from_db()
+    source = _refreshed(team, tmp_path, ("a", "b"))
     assert source.current_snapshot.raw_stats  # the refresh kept them
     client.force_login(admin_user)
     pages = [
@@ -87,11 +89,7 @@ def test_the_page_counts_active_records_only_when_one_may_have_expired_since(
 ):  # type: ignore[no-untyped-def]
     """The stored count stands while no record has an expiry date; once one has, the page
     counts them (a record may have expired since the refresh), and says so right."""
-    root = write_source(tmp_path, {i: record_text(i) for i in ("a", "b", "c")})
-    source = source_add(actor=Actor.system(), team=team, location=str(root))
-    source_approve(actor=Actor.system(), source=source)
-    source_refresh(source_id=source.pk)
-    source.refresh_from_db()
+    source = _refreshed(team, tmp_path, ("a", "b", "c"))
     client.force_login(admin_user)
     url = reverse("source-detail", args=[team.slug, source.pk])
 
