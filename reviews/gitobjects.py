@@ -13,7 +13,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-REGULAR_MODES = frozenset({"100644", "100755"})  # a plain file, or an executable one
+from formats.memoryrail import REGULAR_MODES
+
 Changes = dict[str, tuple[str, bytes] | None]  # path -> (mode, bytes) written, or None: removed
 
 

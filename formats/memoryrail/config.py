@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from formats.frontmatter import line_of
-from formats.memoryrail.model import CONFIG_PATH, Config, Problem
+from formats.memoryrail.model import CONFIG_PATH, REGULAR_MODES, SYMLINK_MODE, Config, Problem
 
 MAX_CONFIG_BYTES = 64 * 1024
 REVIEW_MODES = ("off", "agents")
@@ -149,8 +149,8 @@ def load_config(root: Path) -> Config:
 def config_from_entry(mode: str | None, data: bytes | None) -> Config:
     """`load_config`'s answer from the config file's tree entry: its git mode (None: there is
     none, or `.memoryrail` is a symlink, which git does not look through) and its bytes."""
-    if mode == "120000":
+    if mode == SYMLINK_MODE:
         raise ConfigError("config-missing", f"{CONFIG_PATH} is a symlink, not a regular file")
-    if mode not in ("100644", "100755") or data is None:  # none, or a submodule
+    if mode not in REGULAR_MODES or data is None:  # none, or a submodule
         raise ConfigError("config-missing", f"{CONFIG_PATH} does not exist")
     return parse_config(data[: MAX_CONFIG_BYTES + 1])

@@ -12,11 +12,15 @@ from typing import Any
 
 from formats.memoryrail.config import ConfigError, load_config
 from formats.memoryrail.core import add_memory_file, check_references, not_utf8_name
-from formats.memoryrail.model import MAX_MEMORY_BYTES, MEMORIES_DIR, Config, Problem, Project
-
-REGULAR_MODES = frozenset({"100644", "100755"})  # a file, or an executable one
-SYMLINK_MODE = "120000"
-SUBMODULE_MODE = "160000"
+from formats.memoryrail.model import (
+    MAX_MEMORY_BYTES,
+    MEMORIES_DIR,
+    REGULAR_MODES,
+    SYMLINK_MODE,
+    Config,
+    Problem,
+    Project,
+)
 
 
 def memory_names(entries: Mapping[str, str]) -> list[tuple[str, bool]]:

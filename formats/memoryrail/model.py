@@ -14,6 +14,9 @@ from typing import Any
 CONFIG_PATH = ".memoryrail/config.json"
 MEMORIES_DIR = ".memoryrail/memories"
 MAX_MEMORY_BYTES = 256 * 1024
+# git's modes of a tree entry, as a commit read from its objects gives them (`read_entries`)
+REGULAR_MODES = frozenset({"100644", "100755"})  # a file, or an executable one
+SYMLINK_MODE = "120000"
 
 TYPE_PREFIXES: dict[str, str] = {
     "decision": "DEC",

@@ -109,7 +109,9 @@ def index_read(copy: WorkingCopy, head: str, *, repository: Repository) -> Index
 
 def _symlink_targets(copy: WorkingCopy, entries: dict[str, TreeEntry]) -> dict[str, str]:
     """path -> target of the memories folder's symlinks (rare: one `cat-file` when any)."""
-    links = {path: entry.sha for path, entry in entries.items() if entry.mode == "120000"}
+    links = {
+        path: entry.sha for path, entry in entries.items() if entry.mode == memoryrail.SYMLINK_MODE
+    }
     contents = copy.contents(links.values()) if links else {}
     return {
         path: contents[sha].decode("utf-8", "surrogateescape")
