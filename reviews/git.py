@@ -31,7 +31,7 @@ import git as gitpython
 from formats import memoryrail
 from memoryadmin.locks import named_lock
 from reviews import gitclone, gitobjects
-from reviews.gitclone import SPARSE_PATTERNS
+from reviews.gitclone import SPARSE_CONFIG, SPARSE_PATTERNS
 from reviews.gitenv import (
     NETWORK_COMMANDS,
     Credential,
@@ -192,7 +192,7 @@ class WorkingCopy:
                 settings, remote_url=self.remote_url, branch=self.branch
             )
             if ours:
-                if not (sparse and self._sparse_written()):
+                if not (sparse and self.sparse_written()):
                     self._sparse_set()  # a clone made before: its memory files go at the reset
                 return False
         if self._session is None:
@@ -208,10 +208,12 @@ class WorkingCopy:
     def _sparse_file(self) -> Path:
         return self.path / ".git" / "info" / "sparse-checkout"
 
-    def _sparse_written(self) -> bool:
+    def sparse_written(self) -> bool:
+        """The copy's sparse-checkout file leaves the memories folder out (a review working
+        copy: its memory files are in git's objects only)."""
         try:
             return self._sparse_file().read_text(encoding="utf-8") == SPARSE_PATTERNS
-        except OSError:
+        except (OSError, ValueError):
             return False
 
     def _sparse_set(self) -> None:
@@ -219,10 +221,10 @@ class WorkingCopy:
         checkout removes what is on disk of it)."""
         if self._session is None:
             raise LockNotHeld("the sparse checkout setting needs the lock")
-        self._run("config", "core.sparseCheckoutCone", "false", mutating=True)
         self._sparse_file().parent.mkdir(parents=True, exist_ok=True)
         self._sparse_file().write_text(SPARSE_PATTERNS, encoding="utf-8")
-        self._run("config", "core.sparseCheckout", "true", mutating=True)
+        for key, value in SPARSE_CONFIG.items():
+            self._run("config", key, value, mutating=True)
 
     def fetch(self) -> str:
         """Fetch the branch; return the remote head commit (FETCH_HEAD's, which the fetch is

@@ -18,6 +18,8 @@ from formats import memoryrail
 # objects; everything reads them from there (`WorkingCopy.project`), and writing 5,000 files
 # was most of a sync's git time.
 SPARSE_PATTERNS = f"/*\n!/{memoryrail.MEMORIES_DIR}/\n"
+# its settings, given to a clone and set on a copy made before it
+SPARSE_CONFIG = {"core.sparseCheckoutCone": "false", "core.sparseCheckout": "true"}
 # The settings `ensure_clone` reads of an existing copy (`git config --get-regexp`).
 SETTINGS = r"^(remote\.origin\.(url|fetch)|core\.sparsecheckout)$"
 ALL_BRANCHES = "+refs/heads/*:refs/remotes/origin/*"  # a copy made by init + `remote add`
@@ -39,8 +41,7 @@ def clone_arguments(remote_url: str, branch: str) -> Iterator[list[str]]:
             "--origin=origin",  # whatever clone.defaultRemoteName says
             f"--branch={branch}",
             f"--template={template}",
-            "--config=core.sparseCheckoutCone=false",
-            "--config=core.sparseCheckout=true",
+            *(f"--config={key}={value}" for key, value in SPARSE_CONFIG.items()),
             "--",
             remote_url,
             ".",

@@ -9,7 +9,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from formats import memoryrail
-from reviews.git import SPARSE_PATTERNS, GitError, WorkingCopy
+from reviews.git import GitError, WorkingCopy
 from reviews.gitenv import Credential
 from reviews.githistory import History
 
@@ -20,21 +20,13 @@ def _copy(root: Path) -> WorkingCopy:
     )
 
 
-def _review_copy(root: Path) -> bool:
-    """`root` is a review working copy: its memory files are in git's objects only."""
-    try:
-        sparse = (root / ".git" / "info" / "sparse-checkout").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return False
-    return sparse == SPARSE_PATTERNS
-
-
 def _read(root: Path) -> tuple[memoryrail.Project, dict[str, bytes], dict[str, str] | None]:
     """The project, the bytes of each regular memory file (for the secret scan) and, for a
     review working copy (read from HEAD's objects), the memories folder's entries."""
-    if _review_copy(root):
+    copy = _copy(root)
+    if copy.sparse_written():  # a review working copy: its memory files are in git's objects
         try:
-            project, entries, blobs = _copy(root).project("HEAD")
+            project, entries, blobs = copy.project("HEAD")
         except GitError:
             pass  # no commit yet: what is on disk
         else:  # the blobs the project was read from (one over the size limit is never read)
