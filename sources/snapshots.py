@@ -288,25 +288,23 @@ def records_store(rows: list[Any]) -> None:
     insert_values(Record, RECORD_FIELDS, rows, batch_size=INSERT_BATCH, planned=True)
 
 
-BYTE_FIELDS = Snapshot.BYTE_FIELDS
-
-
 def _save(snapshot: Snapshot, fields: list[str]) -> None:
     """`snapshot.save(update_fields=fields)`. PostgreSQL: the byte fields go as binary
     parameters of a statement of their own (`memoryadmin.binary`: a 10k source's ~1 MB of
     them was ~2 MB of hex in Django's statement text)."""
-    blobs = [name for name in fields if name in BYTE_FIELDS]
+    blobs = [name for name in fields if name in Snapshot.BYTE_FIELDS]
     if connection.vendor != "postgresql" or not blobs:
         snapshot.save(update_fields=fields)
         return
-    rest = [name for name in fields if name not in BYTE_FIELDS]
+    rest = [name for name in fields if name not in blobs]
     if rest:
         snapshot.save(update_fields=rest)
-    columns = ", ".join(f'"{Snapshot._meta.get_field(name).column}" = %s' for name in blobs)
+    quote = connection.ops.quote_name
+    columns = ", ".join(f"{quote(Snapshot._meta.get_field(name).column)} = %s" for name in blobs)
     values = [getattr(snapshot, name) for name in blobs]
     with binary_cursor() as cursor:
         cursor.execute(
-            f'UPDATE "{Snapshot._meta.db_table}" SET {columns} WHERE "id" = %s',  # noqa: S608
+            f"UPDATE {quote(Snapshot._meta.db_table)} SET {columns} WHERE id = %s",  # noqa: S608
             [*values, snapshot.pk],
         )
 
