@@ -31,6 +31,19 @@ SESSION_WORKER: dict[str, str] = {}
 
 
 @pytest.fixture
+def collector_on() -> Iterator[None]:
+    """The cyclic garbage collector on for the test, as it was after it
+    (memoryadmin.process.collector_paused turns it off in a section and back on after)."""
+    import gc
+
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    if not was:
+        gc.disable()
+
+
+@pytest.fixture
 def ratelimit_clock(monkeypatch):  # type: ignore[no-untyped-def]
     """The rate limiter's clock held at one second for the test: its windows are a fixed
     minute (django-ratelimit), and a test's requests spanning a minute's edge on a slow

@@ -36,15 +36,6 @@ def test_freezing_moves_the_live_objects_to_the_permanent_generation():
         gc.unfreeze()
 
 
-@pytest.fixture
-def collector_on():  # type: ignore[no-untyped-def]
-    was = gc.isenabled()
-    gc.enable()
-    yield
-    if not was:
-        gc.disable()
-
-
 def test_a_paused_section_runs_without_the_collector_and_gives_it_back(collector_on):
     with collector_paused():
         assert not gc.isenabled()

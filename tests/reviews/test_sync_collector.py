@@ -9,7 +9,7 @@ from reviews.models import Memory
 from reviews.services import repositories
 
 
-def test_the_index_runs_without_the_collector(repository, remote, monkeypatch):  # type: ignore[no-untyped-def]
+def test_the_index_runs_without_the_collector(repository, monkeypatch, collector_on):  # type: ignore[no-untyped-def]
     seen: list[bool] = []
     read = repositories.index_read
 
@@ -18,14 +18,8 @@ def test_the_index_runs_without_the_collector(repository, remote, monkeypatch): 
         return read(*args, **kwargs)
 
     monkeypatch.setattr(repositories, "index_read", index_read)
-    was = gc.isenabled()
-    gc.enable()
-    try:
-        synced = repositories.repository_sync(repository_id=repository.pk)
-        assert gc.isenabled()
-    finally:
-        if not was:
-            gc.disable()
+    synced = repositories.repository_sync(repository_id=repository.pk)
+    assert gc.isenabled()
     assert synced.last_sync_ok
     assert seen == [False]
     assert Memory.objects.filter(repository=repository).exists()

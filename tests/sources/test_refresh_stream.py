@@ -245,7 +245,9 @@ def test_a_row_the_reads_thread_could_not_make_is_made_by_the_swap(  # type: ign
     assert [ref for ref, _ in _served(team)] == [f"source:{source.pk}:{i}" for i in IDS]
 
 
-def test_the_read_and_the_swap_run_without_the_cyclic_collector(team, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+def test_the_read_and_the_swap_run_without_the_cyclic_collector(
+    team, tmp_path, monkeypatch, collector_on
+):  # type: ignore[no-untyped-def]
     """memoryadmin.process.collector_paused: the records a refresh makes are not walked by the
     collector while it runs (the read's thread included); it is back once the refresh ends."""
     import gc
@@ -259,14 +261,8 @@ def test_the_read_and_the_swap_run_without_the_cyclic_collector(team, tmp_path, 
         return read(self, path, validator)
 
     monkeypatch.setattr(LocalFetcher, "get_record", get_record)
-    was = gc.isenabled()
-    gc.enable()
-    try:
-        run = _refresh(source)
-        assert gc.isenabled()
-    finally:
-        if not was:
-            gc.disable()
+    run = _refresh(source)
+    assert gc.isenabled()
     assert run.status == RunStatus.SUCCEEDED
     assert len(seen) == len(IDS)
     assert {name for name, _ in seen} == {"source-read"}
