@@ -299,6 +299,9 @@ SOURCE_LOCAL_SHARED = env_bool("MEMORYADMIN_SOURCE_LOCAL_SHARED", False)
 # ctime) is the one its last read kept; off for a folder on a filesystem whose clock or ctime
 # cannot be trusted (docs/sources.md, "Local folders").
 SOURCE_TRUST_STAT = env_bool("MEMORYADMIN_SOURCE_TRUST_STAT", True)
+# A local source's full read runs in a process forked for it (sources/services/read_process.py),
+# beside the refresh's database work instead of sharing its interpreter lock; false: a thread
+SOURCE_READ_PROCESS = env_bool("MEMORYADMIN_SOURCE_READ_PROCESS", True)
 # Wall-clock limit of one webhook delivery attempt (connect, send, response).
 WEBHOOK_DELIVERY_DEADLINE = env_int("MEMORYADMIN_WEBHOOK_DELIVERY_DEADLINE", 15, minimum=1)
 # Hours a rotated-out webhook secret still signs deliveries (a second header), 0: none.

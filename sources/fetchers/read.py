@@ -62,7 +62,7 @@ class ReadRecord:
 SPOOL_BATCH = 256
 
 
-def _pack(item: ReadRecord) -> tuple[Any, ...]:
+def pack_record(item: ReadRecord) -> tuple[Any, ...]:
     if item.reused:  # the last snapshot's record: the spool's `previous` gives it back
         return (item.entry.id, item.entry.path, None)
     r = item.record
@@ -102,7 +102,11 @@ class RecordSpool:
         self._count = 0
 
     def append(self, item: ReadRecord) -> None:
-        self._pending.append(_pack(item))
+        self.append_packed(pack_record(item))
+
+    def append_packed(self, packed: tuple[Any, ...]) -> None:
+        """A record as `pack_record` gave it (a forked read sends its records so)."""
+        self._pending.append(packed)
         self._count += 1
         if len(self._pending) >= SPOOL_BATCH:
             self._spill()
@@ -176,11 +180,15 @@ class ReadResult:
     raw_digest: str = ""
     raw_entries: bytes = b""  # the accepted entries, for the next raw check (entries_pack)
     raw_stats: bytes = b""  # a local read's record files' stats, for it too (stats_pack)
+    # the fingerprint as the read's own process made it, when that was another process
+    known_fingerprint: str | None = field(default=None, repr=False)
 
     def fingerprint(self) -> str:
         """Equal fingerprints mean an identical snapshot (same manifest and record bytes): the
         SHA-256 of the manifest's hash, each record's id, path and hash, and each rejection,
         one per line."""
+        if self.known_fingerprint is not None:
+            return self.known_fingerprint
         digest = self.digest.copy() if self.digest is not None else _records_digest(self)
         for r in self.rejections:
             digest.update(f"\n{r.code}\0{r.path}\0{r.id}\0{r.message}".encode())

@@ -58,7 +58,7 @@ class _Stopped(BaseException):
 class StreamedRead:
     """`read_source` on a thread of its own, its manifest and records handed over as read.
     The fetcher is closed when the read ends; `close` stops a read the swap gave up on.
-    Once the swap sets `prepare`, the read's thread makes each record's row to store with
+    Once the swap calls `rows_for`, the read's thread makes each record's row to store with
     it, while the swap waits on the database (the swap makes the rows of the others)."""
 
     def __init__(
@@ -113,6 +113,10 @@ class StreamedRead:
         if len(self._pending) >= HANDOVER:
             self._put("records", self._pending)
             self._pending = []
+
+    def rows_for(self, snapshot_id: int, source_id: int, now: datetime, at: datetime) -> None:
+        """From now on the read makes each record's row to store (`provisional_rows`)."""
+        self.prepare = provisional_rows(snapshot_id, source_id, now, at)
 
     def _row(self, item: ReadRecord) -> Any:
         if self.prepare is None:
@@ -181,6 +185,19 @@ class StreamedRead:
             self._done.close()
 
 
+def provisional_rows(
+    snapshot_id: int, source_id: int, now: datetime, at: datetime
+) -> Callable[[ReadRecord], Any]:
+    """The maker of a streamed record's row: its state is what the selection gives when no
+    record is superseded (expiry alone, at the read's time `at`). One maker per thread."""
+    return record_rows(
+        snapshot_id,
+        source_id,
+        now,
+        lambda r: (False, "expired") if r.is_expired(at) else (True, ""),
+    )
+
+
 class _Stored:
     """The records of a streamed read, stored in the opened snapshot as they are read
     (STORE_BATCH at a time, while the mirror gathers its next batch and the connection is
@@ -193,16 +210,8 @@ class _Stored:
     def __init__(self, stream: StreamedRead, snapshot: Snapshot, now: datetime, at: datetime):
         self.ordered = True
 
-        def rows() -> Callable[[ReadRecord], Any]:
-            return record_rows(
-                snapshot.pk,
-                snapshot.source_id,
-                now,
-                lambda r: (False, "expired") if r.is_expired(at) else (True, ""),
-            )
-
-        self._row = rows()
-        stream.prepare = rows()  # the read's thread's own
+        self._row = provisional_rows(snapshot.pk, snapshot.source_id, now, at)
+        stream.rows_for(snapshot.pk, snapshot.source_id, now, at)  # the read's own maker
         self._rows: list[Any] = []
         self._items = self._take(stream)
 

@@ -35,6 +35,19 @@ def small_batches(monkeypatch):  # type: ignore[no-untyped-def]
     monkeypatch.setattr(reconcile, "MIRROR_BATCH", 2)
 
 
+@pytest.fixture(params=["process", "thread"])
+def read_mode(request, settings) -> str:  # type: ignore[no-untyped-def]
+    """The read in a process forked for it (the default), or on a thread of the refresh's."""
+    settings.SOURCE_READ_PROCESS = request.param == "process"
+    return request.param
+
+
+@pytest.fixture
+def on_thread(settings) -> None:  # type: ignore[no-untyped-def]
+    """The read on a thread: the test watches the read's own calls from this process."""
+    settings.SOURCE_READ_PROCESS = False
+
+
 @pytest.fixture
 def streamed(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
     """How each swap of a streamed read ended: keeping what it streamed, or rolled back to
@@ -74,7 +87,7 @@ def _served(team) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
 
 
 def test_it_mirrors_and_stores_a_plain_source_while_reading_it(
-    team, tmp_path, small_batches, streamed
+    team, tmp_path, small_batches, streamed, read_mode
 ):  # type: ignore[no-untyped-def]
     source = _source(team, tmp_path)
     run = _refresh(source)
@@ -94,7 +107,9 @@ def test_it_mirrors_and_stores_a_plain_source_while_reading_it(
     assert Chunk.objects.filter(team=team).count() == 9  # the old text is withdrawn, not gone
 
 
-def test_a_superseded_record_is_stored_the_unstreamed_way(team, tmp_path, small_batches, streamed):  # type: ignore[no-untyped-def]
+def test_a_superseded_record_is_stored_the_unstreamed_way(  # type: ignore[no-untyped-def]
+    team, tmp_path, small_batches, streamed, read_mode
+):
     records = {i: record_text(i) for i in IDS[:-1]}
     records[IDS[-1]] = record_text(IDS[-1], title="New", extra=f"supersedes: ['{IDS[0]}']\n")
     source = _source(team, tmp_path, records)
@@ -110,7 +125,9 @@ def test_a_superseded_record_is_stored_the_unstreamed_way(team, tmp_path, small_
     assert len(_served(team)) == 7
 
 
-def test_ids_out_of_order_are_stored_the_unstreamed_way(team, tmp_path, small_batches, streamed):  # type: ignore[no-untyped-def]
+def test_ids_out_of_order_are_stored_the_unstreamed_way(  # type: ignore[no-untyped-def]
+    team, tmp_path, small_batches, streamed, read_mode
+):
     source = _source(team, tmp_path, {i: record_text(i) for i in reversed(IDS)})
     run = _refresh(source)
     assert run.status == RunStatus.SUCCEEDED and streamed == ["unstreamed"]
@@ -118,7 +135,7 @@ def test_ids_out_of_order_are_stored_the_unstreamed_way(team, tmp_path, small_ba
 
 
 def test_a_read_failing_half_way_keeps_the_last_good_snapshot(
-    team, tmp_path, small_batches, monkeypatch
+    team, tmp_path, small_batches, monkeypatch, read_mode
 ):  # type: ignore[no-untyped-def]
     source = _source(team, tmp_path)
     assert _refresh(source).status == RunStatus.SUCCEEDED
@@ -147,7 +164,7 @@ def test_a_read_failing_half_way_keeps_the_last_good_snapshot(
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif("connection.vendor != 'postgresql'")
 def test_nothing_the_stream_writes_is_seen_before_the_commit(  # type: ignore[no-untyped-def]
-    team, tmp_path, small_batches, monkeypatch
+    team, tmp_path, small_batches, monkeypatch, on_thread
 ):
     # no refresh queued by adding and approving (tasks run eagerly here): only ours runs
     monkeypatch.setattr(lifecycle, "source_refresh_request", lambda **kwargs: None)
@@ -213,7 +230,7 @@ def test_nothing_the_stream_writes_is_seen_before_the_commit(  # type: ignore[no
 
 
 def test_a_row_the_reads_thread_could_not_make_is_made_by_the_swap(  # type: ignore[no-untyped-def]
-    team, tmp_path, small_batches, streamed, monkeypatch
+    team, tmp_path, small_batches, streamed, monkeypatch, on_thread
 ):
     """The read's thread makes each record's row to store (record_rows); where that fails the
     swap makes it again, so the read neither fails nor loses the record."""
@@ -246,7 +263,7 @@ def test_a_row_the_reads_thread_could_not_make_is_made_by_the_swap(  # type: ign
 
 
 def test_the_read_and_the_swap_run_without_the_cyclic_collector(
-    team, tmp_path, monkeypatch, collector_on
+    team, tmp_path, monkeypatch, collector_on, on_thread
 ):  # type: ignore[no-untyped-def]
     """memoryadmin.process.collector_paused: the records a refresh makes are not walked by the
     collector while it runs (the read's thread included); it is back once the refresh ends."""

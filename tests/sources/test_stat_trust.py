@@ -28,8 +28,10 @@ SAME_SIZE = (b"Some body text.", b"Some body texT.")
 
 
 @pytest.fixture
-def opened(monkeypatch, tmp_path) -> list[str]:  # type: ignore[no-untyped-def]
-    """Every file under the test's folder that anything opens (os.open), by relative path."""
+def opened(monkeypatch, tmp_path, settings) -> list[str]:  # type: ignore[no-untyped-def]
+    """Every file under the test's folder that anything opens (os.open), by relative path.
+    The read runs on a thread, so that its opens are seen (a forked read's are its own)."""
+    settings.SOURCE_READ_PROCESS = False
     names: list[str] = []
     real = os.open
 
@@ -46,13 +48,13 @@ def opened(monkeypatch, tmp_path) -> list[str]:  # type: ignore[no-untyped-def]
 @pytest.fixture
 def full_reads(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
     reads: list[str] = []
-    real = refresh_stream.read_source
+    stream = refresh_stream.StreamedRead.__init__
 
-    def counted(fetcher, **kwargs):  # type: ignore[no-untyped-def]
-        reads.append(fetcher.identity)
-        return real(fetcher, **kwargs)
+    def counted(self, fetcher, **kwargs):  # type: ignore[no-untyped-def]
+        reads.append(fetcher.identity)  # forked or on a thread
+        stream(self, fetcher, **kwargs)
 
-    monkeypatch.setattr(refresh_stream, "read_source", counted)
+    monkeypatch.setattr(refresh_stream.StreamedRead, "__init__", counted)
     return reads
 
 

@@ -26,14 +26,18 @@ from tests.sources.helpers import manifest_text, record_text, write_source
 def full_reads(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
     """The identity of each source read in full (the raw check's answer was "changed")."""
     reads: list[str] = []
-    real = refresh.read_source
+    real, stream = refresh.read_source, refresh_stream.StreamedRead.__init__
 
     def counted(fetcher, **kwargs):  # type: ignore[no-untyped-def]
         reads.append(fetcher.identity)
         return real(fetcher, **kwargs)
 
+    def streamed(self, fetcher, **kwargs):  # type: ignore[no-untyped-def]
+        reads.append(fetcher.identity)  # a local source's full read (forked or on a thread)
+        stream(self, fetcher, **kwargs)
+
     monkeypatch.setattr(refresh, "read_source", counted)
-    monkeypatch.setattr(refresh_stream, "read_source", counted)  # a local source's full read
+    monkeypatch.setattr(refresh_stream.StreamedRead, "__init__", streamed)
     return reads
 
 
