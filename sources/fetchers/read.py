@@ -105,11 +105,18 @@ class RecordSpool:
         self.append_packed(pack_record(item))
 
     def append_packed(self, packed: tuple[Any, ...]) -> None:
-        """A record as `pack_record` gave it (a forked read sends its records so)."""
         self._pending.append(packed)
         self._count += 1
         if len(self._pending) >= SPOOL_BATCH:
             self._spill()
+
+    def add_pickled(self, data: bytes, count: int) -> None:
+        """`count` records as a list of what `pack_record` gave, pickled: a forked read sends
+        its records so, and they are spooled as they came, not pickled again."""
+        if self._pending:
+            self._spill()
+        self._spans.append(self._bytes.add(data))
+        self._count += count
 
     def _spill(self) -> None:
         data = pickle.dumps(self._pending, protocol=pickle.HIGHEST_PROTOCOL)

@@ -113,13 +113,13 @@ class ForkedRead(StreamedRead):
         if not self._pid:
             return super()._next()
         kind, value = self._receive()
-        if kind == "records":
-            unpack = self._spool._unpack  # type: ignore[union-attr]
-            items = []
-            for packed, row in value:
-                self._spool.append_packed(packed)  # type: ignore[union-attr]
-                items.append((unpack(packed), row))
-            value = items
+        if kind == "records":  # the records as the spool keeps them, then their rows
+            spool = self._spool
+            assert spool is not None
+            data, rows = value
+            packed = pickle.loads(data)  # noqa: S301 - from our own fork
+            spool.add_pickled(data, len(packed))
+            value = list(zip(map(spool._unpack, packed), rows, strict=True))
         elif kind == "error":
             raise ReadFailed(value)
         elif kind == "done":
@@ -226,7 +226,8 @@ class _Child:  # pragma: no cover - runs in the forked process
         self._read = read
         self._data = data
         self._control = control
-        self._pending: list[tuple[Any, Any]] = []
+        self._packed: list[tuple[Any, ...]] = []  # as the parent's spool keeps them
+        self._rows: list[Any] = []
         self._prepare: Any = None
 
     def run(self) -> None:
@@ -261,14 +262,16 @@ class _Child:  # pragma: no cover - runs in the forked process
             row = self._prepare(item)
         except Exception:  # the swap makes it again, and says what failed
             row = None
-        self._pending.append((pack_record(item), row))
-        if len(self._pending) >= refresh_stream.HANDOVER:
+        self._packed.append(pack_record(item))
+        self._rows.append(row)
+        if len(self._rows) >= refresh_stream.HANDOVER:
             self._flush()
 
     def _flush(self) -> None:
-        if self._pending:
-            self._send("records", self._pending)
-            self._pending = []
+        if self._rows:
+            packed = pickle.dumps(self._packed, protocol=pickle.HIGHEST_PROTOCOL)
+            self._send("records", (packed, self._rows))
+            self._packed, self._rows = [], []
 
     def _send(self, kind: str, value: Any) -> None:
         data = pickle.dumps((kind, value), protocol=pickle.HIGHEST_PROTOCOL)
