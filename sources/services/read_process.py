@@ -25,7 +25,6 @@ import pickle
 import select
 import signal
 import struct
-from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -57,18 +56,8 @@ class ForkedRead(StreamedRead):
     spool (the child sends each record as the spool packs it) and builds the result from the
     child's last message; `close` kills a child the swap gave up on."""
 
-    def __init__(
-        self,
-        fetcher: Fetcher,
-        *,
-        now: datetime,
-        previous_records: Mapping[str, om.Record],
-        previous_manifest: bytes | None,
-    ) -> None:
-        super().__init__(
-            fetcher, now=now, previous_records=previous_records, previous_manifest=previous_manifest
-        )
-        self._previous = previous_records
+    def __init__(self, fetcher: Fetcher, **read: Any) -> None:
+        super().__init__(fetcher, **read)  # now, previous_records, previous_manifest
         self._spool: RecordSpool | None = None
         self._pid = 0
         self._data = -1  # the parent's end of the child's frames

@@ -75,6 +75,7 @@ class StreamedRead:
         self.prepare: Callable[[ReadRecord], Any] | None = None
         self._done: ReadResult | None = None
         self._fetcher = fetcher  # the read's thread closes it; `close` when it never ran
+        self._previous = previous_records
         self._read = functools.partial(
             read_source,
             fetcher,
