@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, time, timedelta
 
 import pytest
 from django.urls import reverse
@@ -51,8 +51,14 @@ def populate(team, *, scale: int = 1) -> Repository:
         )
         for n in range(20 * scale)
     )
+    # an hour ago, but not before this week began: in a Monday's first hour "an hour ago" is
+    # last week, and the twelfth decision would fall out of the dashboard's twelve weeks
+    today = timezone.localdate(now)
+    monday = datetime.combine(today - timedelta(days=today.weekday()), time.min)
+    monday = timezone.make_aware(monday)
+    latest = max(now - timedelta(hours=1), monday)
     for n in range(12 * scale):
-        decided = now - timedelta(weeks=n % 12, hours=1)
+        decided = latest - timedelta(weeks=n % 12)
         state = PushState.FAILED if n % 5 == 0 else PushState.PUSHED
         decision = Decision.objects.create(
             team=team,
