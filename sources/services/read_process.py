@@ -25,9 +25,12 @@ import pickle
 import select
 import signal
 import struct
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
+
+from django.conf import settings
 
 from formats import openmemories as om
 from sources.fetchers import Fetcher, SourceError
@@ -35,7 +38,7 @@ from sources.fetchers.read import ReadResult, RecordSpool, pack_record
 from sources.services import refresh_stream
 from sources.services.refresh_stream import ReadFailed, StreamedRead, provisional_rows
 
-# A frame: its pickled length, then (kind, value) pickled
+# A frame's length, before its pickle (`_frame_write`)
 _LENGTH = struct.Struct("!Q")
 # The pipe's buffer: the read runs ahead of the swap by about this much (Linux may refuse a
 # size over /proc/sys/fs/pipe-max-size, 1 MiB by default; the default 64 KiB is kept then)
@@ -47,8 +50,11 @@ class ReadProcessEnded(RuntimeError):
     """The read's process ended without telling its result (killed, or out of memory)."""
 
 
-def fork_available() -> bool:
-    return hasattr(os, "fork")
+def local_read(fetcher: Fetcher, **read: Any) -> StreamedRead:
+    """A local source's full read for the swap to stream: in a process of its own where this
+    system forks and `SOURCE_READ_PROCESS` allows it, else on a thread."""
+    forked = settings.SOURCE_READ_PROCESS and hasattr(os, "fork")
+    return (ForkedRead if forked else StreamedRead)(fetcher, **read)
 
 
 class ForkedRead(StreamedRead):
@@ -59,10 +65,10 @@ class ForkedRead(StreamedRead):
     def __init__(self, fetcher: Fetcher, **read: Any) -> None:
         super().__init__(fetcher, **read)  # now, previous_records, previous_manifest
         self._spool: RecordSpool | None = None
-        self._pid = 0
+        self._pid = 0  # 0 while none is forked: a refused fork leaves the thread its ways
         self._data = -1  # the parent's end of the child's frames
         self._control = -1  # the parent's end of what it tells the child (the rows' maker)
-        self._buffer = bytearray()
+        self._poller = select.poll()
         self._ended = False
         self._deadline = float(fetcher.policy.refresh_deadline)  # type: ignore[attr-defined]
 
@@ -87,6 +93,7 @@ class ForkedRead(StreamedRead):
         os.close(data_write)
         os.close(control_read)
         self._pid, self._data, self._control = pid, data_read, control_write
+        self._poller.register(data_read, select.POLLIN)
         self._spool = RecordSpool(self._previous)
         self._fetcher.close()  # the parent's copy: the child reads with its own
 
@@ -94,14 +101,19 @@ class ForkedRead(StreamedRead):
         if not self._pid:
             super().rows_for(snapshot_id, source_id, now, at)
             return
-        message = pickle.dumps((snapshot_id, source_id, now, at))
         with contextlib.suppress(OSError):  # a child already gone: `_next` tells why
-            os.write(self._control, _LENGTH.pack(len(message)) + message)
+            _frame_write(self._control, (snapshot_id, source_id, now, at))
 
     def _next(self) -> tuple[str, Any]:
         if not self._pid:
             return super()._next()
-        kind, value = self._receive()
+        try:
+            kind, value = _frame_read(self._data, self._wait)
+        except EOFError:
+            status = self._reap(kill=False)
+            raise ReadFailed(
+                ReadProcessEnded(f"the source's read process ended without a result ({status})")
+            ) from None
         if kind == "records":  # the records as the spool keeps them, then their rows
             spool = self._spool
             assert spool is not None
@@ -111,9 +123,8 @@ class ForkedRead(StreamedRead):
             value = list(zip(map(spool._unpack, packed), rows, strict=True))
         elif kind == "error":
             raise ReadFailed(value)
-        elif kind == "done":
-            value = self._result(value)
-            self._done = value
+        elif kind == "done":  # the result, but the records: the spool here holds them
+            value = self._done = ReadResult(records=self._spool, **value)  # type: ignore[arg-type]
         return kind, value
 
     def finish(self) -> ReadResult:
@@ -134,39 +145,11 @@ class ForkedRead(StreamedRead):
         elif self._spool is not None:
             self._spool.close()
 
-    def _result(self, state: dict[str, Any]) -> ReadResult:
-        fingerprint = state.pop("fingerprint")
-        result = ReadResult(records=self._spool, **state)  # type: ignore[arg-type]
-        result.known_fingerprint = fingerprint
-        return result
-
-    def _receive(self) -> tuple[str, Any]:
-        header = self._read_exactly(_LENGTH.size)
-        (size,) = _LENGTH.unpack(header)
-        # the child is this process's own fork, and the pipe is private to the two
-        return pickle.loads(self._read_exactly(size))  # noqa: S301
-
-    def _read_exactly(self, size: int) -> bytes:
-        while len(self._buffer) < size:
-            self._wait()
-            piece = os.read(self._data, max(size - len(self._buffer), 1 << 16))
-            if not piece:
-                status = self._reap(kill=False)
-                raise ReadFailed(
-                    ReadProcessEnded(f"the source's read process ended without a result ({status})")
-                )
-            self._buffer += piece
-        data = bytes(self._buffer[:size])
-        del self._buffer[:size]
-        return data
-
     def _wait(self) -> None:
         """Until the child has sent more. A child silent for the refresh deadline (stuck on a
         hung file system, or on a lock another thread held when it was forked) is killed and
         the read fails, so the swap's transaction and the source's lock are not held on."""
-        poller = select.poll()
-        poller.register(self._data, select.POLLIN)
-        if not poller.poll(self._deadline * 1000):
+        if not self._poller.poll(self._deadline * 1000):
             self._reap(kill=True)
             raise ReadFailed(
                 SourceError(
@@ -228,9 +211,9 @@ class _Child:  # pragma: no cover - runs in the forked process
             state = {
                 name: getattr(result, name)
                 for name in ReadResult.__dataclass_fields__
-                if name not in ("records", "digest", "known_fingerprint")
+                if name not in ("records", "digest")
             }
-            state["fingerprint"] = result.fingerprint()
+            state["known_fingerprint"] = result.fingerprint()  # the digest stays here
             result.close()
             self._send("done", state)
         except BaseException as exc:
@@ -242,9 +225,7 @@ class _Child:  # pragma: no cover - runs in the forked process
         # and rebuilt were a tenth of the swap's Python)
         self._send("manifest", replace(manifest, entries=()))
         # the swap opens its snapshot next, then says how to make the rows to store
-        (size,) = _LENGTH.unpack(_read_all(self._control, _LENGTH.size))
-        args = pickle.loads(_read_all(self._control, size))  # noqa: S301 - the parent's own
-        self._prepare = provisional_rows(*args)
+        self._prepare = provisional_rows(*_frame_read(self._control))
 
     def _record(self, item: Any) -> None:
         try:
@@ -263,20 +244,36 @@ class _Child:  # pragma: no cover - runs in the forked process
             self._packed, self._rows = [], []
 
     def _send(self, kind: str, value: Any) -> None:
-        data = pickle.dumps((kind, value), protocol=pickle.HIGHEST_PROTOCOL)
-        view = memoryview(_LENGTH.pack(len(data)) + data)
-        while view:
-            view = view[os.write(self._data, view) :]
+        _frame_write(self._data, (kind, value))
 
 
-def _read_all(descriptor: int, size: int) -> bytes:  # pragma: no cover - the child's
-    data = b""
-    while len(data) < size:
-        piece = os.read(descriptor, size - len(data))
+# -- the pipes, either way: a frame is its pickle's length, then the pickle
+
+
+def _frame_write(descriptor: int, value: Any) -> None:
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(_LENGTH.pack(len(data)) + data)
+    while view:
+        view = view[os.write(descriptor, view) :]
+
+
+def _frame_read(descriptor: int, wait: Callable[[], None] = lambda: None) -> Any:
+    """The next frame's value (`wait` is called before each read); EOFError when the other
+    end closed first. Both ends are this process and its own fork: no one else's pickle."""
+    (size,) = _LENGTH.unpack(_exactly(descriptor, _LENGTH.size, wait))
+    return pickle.loads(_exactly(descriptor, size, wait))  # noqa: S301
+
+
+def _exactly(descriptor: int, size: int, wait: Callable[[], None]) -> bytes:
+    pieces: list[bytes] = []
+    while size:
+        wait()
+        piece = os.read(descriptor, size)
         if not piece:
-            raise EOFError("the refresh ended before telling the read how to store its rows")
-        data += piece
-    return data
+            raise EOFError("the other end of the pipe closed")
+        pieces.append(piece)
+        size -= len(piece)
+    return b"".join(pieces)
 
 
 def _portable(exc: BaseException) -> BaseException:

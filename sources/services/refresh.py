@@ -28,7 +28,7 @@ from sources.fetchers.raw import (
 from sources.fetchers.read import ReadResult, read_source
 from sources.models import RefreshRun, RunStatus, Snapshot, Source, SourceKind, SourceState
 from sources.services.lifecycle import LOCAL_NEEDS_SUPERUSER, LOCAL_SHARED, local_overlap
-from sources.services.read_process import ForkedRead, fork_available
+from sources.services.read_process import local_read
 from sources.services.refresh_store import (
     refresh_failed,
     refresh_succeeded,
@@ -215,8 +215,7 @@ def _read(
         rows = previous_rows(snapshot)
         if isinstance(fetcher, LocalFetcher):
             previous = StoredRecords(rows)
-            forked = settings.SOURCE_READ_PROCESS and fork_available()
-            streamed = (ForkedRead if forked else StreamedRead)(
+            streamed = local_read(
                 fetcher, now=started, previous_records=previous, previous_manifest=manifest
             )
             fetcher = None  # the stream's now: it closes the fetcher when its read ends

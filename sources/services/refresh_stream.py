@@ -72,7 +72,7 @@ class StreamedRead:
         self._queue: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=WAITING)
         self._stop = threading.Event()
         self._pending: list[tuple[ReadRecord, Any]] = []
-        self.prepare: Callable[[ReadRecord], Any] | None = None
+        self._prepare: Callable[[ReadRecord], Any] | None = None
         self._done: ReadResult | None = None
         self._fetcher = fetcher  # the read's thread closes it; `close` when it never ran
         self._previous = previous_records
@@ -117,13 +117,13 @@ class StreamedRead:
 
     def rows_for(self, snapshot_id: int, source_id: int, now: datetime, at: datetime) -> None:
         """From now on the read makes each record's row to store (`provisional_rows`)."""
-        self.prepare = provisional_rows(snapshot_id, source_id, now, at)
+        self._prepare = provisional_rows(snapshot_id, source_id, now, at)
 
     def _row(self, item: ReadRecord) -> Any:
-        if self.prepare is None:
+        if self._prepare is None:
             return None
         try:
-            return self.prepare(item)
+            return self._prepare(item)
         except Exception:  # the swap makes it again, and says what failed
             return None
 
@@ -154,7 +154,7 @@ class StreamedRead:
         return value
 
     def records(self) -> Iterator[tuple[ReadRecord, Any]]:
-        """The kept records as they are read, each with its row when `prepare` made it
+        """The kept records as they are read, each with its row when the read made it (`rows_for`)
         (iterate once)."""
         while self._done is None:
             kind, value = self._next()
